@@ -1,0 +1,122 @@
+// What a haproxy binary can do, found by asking it rather than trusting its
+// version number: the init-state startup fix was backported to some 3.2/3.3
+// releases and not others, so the probe starts a throwaway haproxy and looks.
+import { execa } from 'execa';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { run } from '../system/exec.js';
+import { ensureDir, removeTree } from '../system/files.js';
+import { masterCommand, parseShowProc, workerCommand } from './master-cli.js';
+import { parseServerState } from './server-state.js';
+
+export interface HaproxyCapabilities {
+  /** argv prefix that runs this haproxy. */
+  command: string[];
+  /** Full version string, e.g. "2.6.12-1+deb12u4". */
+  version: string;
+  major: number;
+  minor: number;
+  /** `init-state` is a known server keyword. */
+  initStateAccepted: boolean;
+  /** A static server with `init-state fully-down` really starts DOWN. */
+  initStateAppliedAtStartup: boolean;
+  /** Commands the master CLI offers (e.g. "reload", "show startup-logs"). */
+  masterCommands: string[];
+  /** Commands the worker's runtime API offers (e.g. "add server", "del server"). */
+  runtimeCommands: string[];
+}
+
+const cache = new Map<string, Promise<HaproxyCapabilities>>();
+
+/** Probe once per binary and process; the answer cannot change while the agent runs. */
+export function haproxyCapabilities(command: string[], workDir: string): Promise<HaproxyCapabilities> {
+  const id = command.join('\u0000');
+  let p = cache.get(id);
+  if (!p) {
+    p = probeHaproxy(command, workDir);
+    cache.set(id, p);
+    p.catch(() => cache.delete(id));
+  }
+  return p;
+}
+
+export async function probeHaproxy(command: string[], workDir: string): Promise<HaproxyCapabilities> {
+  const ver = await run([...command, '-v']);
+  const m = /version (\d+)\.(\d+)(\S*)/.exec(ver.output);
+  if (ver.exitCode !== 0 || !m) {
+    throw new Error(`cannot run haproxy (${command.join(' ')} -v): ${ver.output.trim() || `exit ${ver.exitCode}`}`);
+  }
+  const version = `${m[1]}.${m[2]}${m[3]}`;
+  await ensureDir(workDir, 0o700);
+  const dir = await mkdtemp(join(workDir, 'probe-'));
+  try {
+    const initStateAccepted = await acceptsInitState(command, dir);
+    const live = await probeLive(command, dir, initStateAccepted);
+    return {
+      command,
+      version,
+      major: Number(m[1]),
+      minor: Number(m[2]),
+      initStateAccepted,
+      ...live,
+    };
+  } finally {
+    await removeTree(dir);
+  }
+}
+
+const PROBE_DEFAULTS = 'defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 1s\n  timeout server 1s\n';
+
+async function acceptsInitState(command: string[], dir: string): Promise<boolean> {
+  const cfg = join(dir, 'syntax.cfg');
+  await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  server s 127.0.0.1:1 check init-state fully-down\n`);
+  // Exit 2 means "valid, but no listener": the keyword was accepted.
+  const { exitCode } = await run([...command, '-c', '-q', '-f', cfg]);
+  return exitCode === 0 || exitCode === 2;
+}
+
+/**
+ * Start a throwaway master-worker haproxy whose only server points at a closed
+ * port, with checks so slow that none completes during the probe. Legacy
+ * behaviour starts that server UP; a working init-state starts it STOPPED.
+ */
+async function probeLive(command: string[], dir: string, withInitState: boolean) {
+  const cfg = join(dir, 'live.cfg');
+  const sock = join(dir, 'master.sock');
+  const initState = withInitState ? ' init-state fully-down' : '';
+  await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  server s 127.0.0.1:1 check inter 1h fall 3 rise 2${initState}\n`);
+  const child = execa(command[0]!, [...command.slice(1), '-W', '-db', '-f', cfg, '-S', sock], {
+    reject: false, stdin: 'ignore', stdout: 'ignore', stderr: 'pipe',
+  });
+  try {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const table = await masterCommand(sock, 'show proc', 1000).then(parseShowProc).catch(() => null);
+      if (table && table.workers.length > 0) break;
+      if (Date.now() > deadline || child.exitCode !== null) {
+        throw new Error(`probe haproxy did not start: ${(await child).stderr}`);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const state = parseServerState(await workerCommand(sock, 'show servers state'));
+    const server = state.entries.find((e) => e.backend === 'b' && e.server === 's');
+    return {
+      initStateAppliedAtStartup: withInitState && server?.opState === 0,
+      masterCommands: helpCommands(await masterCommand(sock, 'help')),
+      runtimeCommands: helpCommands(await workerCommand(sock, 'help')),
+    };
+  } finally {
+    child.kill('SIGTERM');
+    await child;
+  }
+}
+
+/** The command names listed by `help` ("  add server <b>/<s> ... : ..." -> "add server"). */
+function helpCommands(text: string): string[] {
+  const out = new Set<string>();
+  for (const line of text.split('\n')) {
+    const m = /^\s+([a-z@][a-z0-9 _-]*?)\s*(?:[<[{(]|:|$)/.exec(line);
+    if (m && m[1]) out.add(m[1].trim());
+  }
+  return [...out].sort();
+}

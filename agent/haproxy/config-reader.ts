@@ -1,0 +1,183 @@
+// Reads what the engine needs to know from a raw haproxy configuration: the
+// backends and their servers (with health-check settings), and where the
+// server-state file lives. Pure: text in, structure out. It is not a full
+// haproxy parser; haproxy -c remains the judge of validity.
+
+export interface ServerLine {
+  backend: string;
+  name: string;
+  address: string;
+  /** 0-based line index in the source text. */
+  line: number;
+  /** Column where the directive ends (before any trailing comment). */
+  codeEnd: number;
+  /** Health checks run on this server (own `check`, or inherited from default-server). */
+  checked: boolean;
+  /** The server follows another server's state (`track`); it has no checks of its own. */
+  tracked: boolean;
+  /** The line already carries an explicit init-state. */
+  hasInitState: boolean;
+}
+
+export interface BackendInfo {
+  name: string;
+  servers: ServerLine[];
+  /** load-server-state-from-file in effect: own value, else inherited from defaults. */
+  loadServerState: 'global' | 'local' | 'none';
+}
+
+export interface ConfigInfo {
+  backends: Map<string, BackendInfo>;
+  /** Absolute path of the global server-state file, if configured. */
+  serverStateFile: string | null;
+}
+
+const SECTION_KEYWORDS = new Set([
+  'global', 'defaults', 'frontend', 'backend', 'listen', 'peers', 'userlist', 'resolvers',
+  'mailers', 'program', 'http-errors', 'ring', 'cache', 'crt-store', 'traces', 'log-forward',
+  'fcgi-app', 'dynamic-update', 'acme',
+]);
+
+export interface Tokenized {
+  words: string[];
+  /** Column where the code ends (start of a comment, or line length). */
+  codeEnd: number;
+}
+
+/** Split one line into words the way haproxy does: quotes group, backslash escapes, # starts a comment. */
+export function tokenizeLine(line: string): Tokenized {
+  const words: string[] = [];
+  let cur = '';
+  let inWord = false;
+  let quote: '"' | "'" | null = null;
+  let i = 0;
+  for (; i < line.length; i++) {
+    const c = line[i]!;
+    if (quote) {
+      if (c === quote) quote = null;
+      else if (c === '\\' && quote === '"' && i + 1 < line.length) cur += line[++i];
+      else cur += c;
+      continue;
+    }
+    if (c === '\\' && i + 1 < line.length) {
+      cur += line[++i];
+      inWord = true;
+    } else if (c === '"' || c === "'") {
+      quote = c;
+      inWord = true;
+    } else if (c === '#') {
+      break;
+    } else if (c === ' ' || c === '\t' || c === '\r') {
+      if (inWord) words.push(cur);
+      cur = '';
+      inWord = false;
+    } else {
+      cur += c;
+      inWord = true;
+    }
+  }
+  if (inWord) words.push(cur);
+  let codeEnd = i;
+  while (codeEnd > 0 && /\s/.test(line[codeEnd - 1]!)) codeEnd--;
+  return { words, codeEnd };
+}
+
+interface DefaultsInfo {
+  defaultServerChecked: boolean;
+  loadServerState: BackendInfo['loadServerState'] | null;
+}
+
+export function readConfig(text: string): ConfigInfo {
+  const lines = text.split('\n');
+  const backends = new Map<string, BackendInfo>();
+  const namedDefaults = new Map<string, DefaultsInfo>();
+  let lastDefaults: DefaultsInfo = { defaultServerChecked: false, loadServerState: null };
+  let serverStateFile: string | null = null;
+  let serverStateBase: string | null = null;
+
+  let section = '';
+  let current: BackendInfo | null = null;
+  let currentDefaults: DefaultsInfo | null = null;
+  let inherited: DefaultsInfo = lastDefaults;
+  let ownDefaultServerChecked: boolean | null = null;
+  let ownLoadState: BackendInfo['loadServerState'] | null = null;
+
+  const closeProxy = () => {
+    if (current) {
+      current.loadServerState = ownLoadState ?? inherited.loadServerState ?? 'none';
+      current = null;
+    }
+    if (currentDefaults) lastDefaults = currentDefaults;
+    currentDefaults = null;
+  };
+
+  for (let n = 0; n < lines.length; n++) {
+    const { words, codeEnd } = tokenizeLine(lines[n]!);
+    if (words.length === 0) continue;
+    const kw = words[0]!;
+    if (SECTION_KEYWORDS.has(kw)) {
+      closeProxy();
+      section = kw;
+      ownDefaultServerChecked = null;
+      ownLoadState = null;
+      if (kw === 'defaults') {
+        const fromIdx = words.indexOf('from');
+        const parent = fromIdx > 0 ? namedDefaults.get(words[fromIdx + 1] ?? '') : undefined;
+        currentDefaults = { ...(parent ?? { defaultServerChecked: false, loadServerState: null }) };
+        const name = words[1] && words[1] !== 'from' ? words[1] : null;
+        if (name) namedDefaults.set(name, currentDefaults);
+      } else if (kw === 'backend' || kw === 'listen') {
+        const name = words[1] ?? '';
+        const fromIdx = words.indexOf('from');
+        inherited = (fromIdx > 0 ? namedDefaults.get(words[fromIdx + 1] ?? '') : undefined) ?? lastDefaults;
+        current = { name, servers: [], loadServerState: 'none' };
+        backends.set(name, current);
+      }
+      continue;
+    }
+
+    if (section === 'global') {
+      if (kw === 'server-state-file' && words[1]) serverStateFile = words[1];
+      if (kw === 'server-state-base' && words[1]) serverStateBase = words[1];
+      continue;
+    }
+    if (section === 'defaults' && currentDefaults) {
+      if (kw === 'default-server') currentDefaults.defaultServerChecked = hasCheck(words.slice(1), false);
+      if (kw === 'load-server-state-from-file') currentDefaults.loadServerState = asLoadState(words[1]);
+      continue;
+    }
+    if (!current) continue;
+    if (kw === 'default-server') ownDefaultServerChecked = hasCheck(words.slice(1), false);
+    else if (kw === 'load-server-state-from-file') ownLoadState = asLoadState(words[1]);
+    else if (kw === 'server' && words.length >= 3) {
+      const rest = words.slice(3);
+      const defaultChecked = ownDefaultServerChecked ?? inherited.defaultServerChecked;
+      const tracked = rest.includes('track');
+      current.servers.push({
+        backend: current.name,
+        name: words[1]!,
+        address: words[2]!,
+        line: n,
+        codeEnd,
+        checked: !tracked && hasCheck(rest, defaultChecked),
+        tracked,
+        hasInitState: rest.includes('init-state'),
+      });
+    }
+  }
+  closeProxy();
+
+  if (serverStateFile && !serverStateFile.startsWith('/') && serverStateBase) {
+    serverStateFile = `${serverStateBase.replace(/\/+$/, '')}/${serverStateFile}`;
+  }
+  return { backends, serverStateFile };
+}
+
+function hasCheck(words: string[], inheritedCheck: boolean): boolean {
+  if (words.includes('no-check')) return false;
+  return words.includes('check') || inheritedCheck;
+}
+
+function asLoadState(word: string | undefined): BackendInfo['loadServerState'] {
+  return word === 'global' || word === 'local' ? word : 'none';
+}

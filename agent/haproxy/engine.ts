@@ -1,0 +1,287 @@
+// The apply engine: the one path by which a load balancer's haproxy changes.
+// Every caller (API 1.0 upload + reload, API 2.0 spec, tests) goes through it,
+// so validation, new-member protection, state carry-over and rollback exist once.
+//
+//   validate (haproxy -c)  ->  commit (haproxy.cfg)  ->  dump running state
+//   -> plan protection  ->  write state file + live config  ->  reload  ->  verify
+//
+// On any failure haproxy keeps serving the previous config, which stays the
+// live one on disk, and the caller gets a typed error with haproxy's message.
+import { createHash } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { Logger } from '../log.js';
+import { run } from '../system/exec.js';
+import {
+  ensureDir, exists, readTextIfExists, removeFile, removeTree, renameDurable, writeFileAtomic,
+} from '../system/files.js';
+import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js';
+import { readConfig } from './config-reader.js';
+import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from './errors.js';
+import { KeyedLock } from './keyed-lock.js';
+import { loadBalancerFiles, peerName as peerNameOf, type LoadBalancerFiles } from './layout.js';
+import { workerCommand } from './master-cli.js';
+import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
+import { planProtection, type ProtectionMethod } from './protection.js';
+import { parseServerState, type ServerStateDump } from './server-state.js';
+
+export interface EngineOptions {
+  baseDir: string;
+  haproxyCommand: string[];
+  /** haproxy's group comes from this file (Octavia's haproxy-default-user-group.conf). */
+  userGroupFile: string;
+  supervisor: HaproxySupervisor;
+  log: Logger;
+  /** Hold new members down until their checks pass (default true; off only to prove tests can fail). */
+  protectNewMembers?: boolean;
+}
+
+export interface ReloadReport {
+  action: 'started' | 'reloaded';
+  /** Members held down until their first successful checks ("backend/server"). */
+  newMembers: string[];
+  method: ProtectionMethod | null;
+  warnings: string[];
+  workerPid: number | null;
+  durationMs: number;
+}
+
+interface AppliedRecord {
+  workerPid: number | null;
+  liveMd5: string;
+}
+
+const md5 = (text: string) => createHash('md5').update(text).digest('hex');
+
+export class HaproxyEngine {
+  private readonly lock = new KeyedLock();
+  private readonly baseDir: string;
+
+  constructor(private readonly opts: EngineOptions) {
+    this.baseDir = resolve(opts.baseDir);
+  }
+
+  capabilities(): Promise<HaproxyCapabilities> {
+    return haproxyCapabilities(this.opts.haproxyCommand, join(this.baseDir, '.probe'));
+  }
+
+  files(lbId: string): LoadBalancerFiles {
+    return loadBalancerFiles(this.baseDir, lbId);
+  }
+
+  /** Validate a configuration the way Octavia does: haproxy -c with the peer name and the user/group file. */
+  async validate(lbId: string, amphoraId: string, text: string): Promise<void> {
+    const files = this.files(lbId);
+    await ensureDir(files.dir, 0o755);
+    await writeFileAtomic(files.candidate, text, 0o600);
+    const res = await run([
+      ...this.opts.haproxyCommand, '-c', '-L', peerNameOf(amphoraId),
+      '-f', files.candidate, '-f', this.opts.userGroupFile,
+    ]);
+    if (res.exitCode !== 0) {
+      await renameDurable(files.candidate, files.rejected);
+      throw new InvalidConfigError(res.output.trim());
+    }
+  }
+
+  /** API 1.0 upload: validate, then make it the accepted config. Does not touch the running haproxy. */
+  upload(lbId: string, amphoraId: string, text: string): Promise<void> {
+    return this.lock.run(lbId, async () => {
+      await this.ensureUserGroupFile();
+      await this.validate(lbId, amphoraId, text);
+      await this.commitCandidate(lbId, amphoraId);
+    });
+  }
+
+  /** Validate, commit and load in one step; on a failed load the previously accepted config is restored. */
+  apply(lbId: string, amphoraId: string, text: string): Promise<ReloadReport> {
+    return this.lock.run(lbId, async () => {
+      await this.ensureUserGroupFile();
+      const files = this.files(lbId);
+      const previous = await readTextIfExists(files.config);
+      await this.validate(lbId, amphoraId, text);
+      await this.commitCandidate(lbId, amphoraId);
+      try {
+        return await this.load(lbId);
+      } catch (err) {
+        if (previous !== null) await writeFileAtomic(files.config, previous, 0o600);
+        else await removeFile(files.config);
+        throw err;
+      }
+    });
+  }
+
+  /** Load the accepted config: reload when haproxy runs, start it otherwise. */
+  reload(lbId: string): Promise<ReloadReport> {
+    return this.lock.run(lbId, () => this.load(lbId));
+  }
+
+  start(lbId: string): Promise<ReloadReport | null> {
+    return this.lock.run(lbId, async () => {
+      const inst = await this.instance(lbId);
+      const status = await this.opts.supervisor.status(inst);
+      return status.running ? null : this.load(lbId);
+    });
+  }
+
+  stop(lbId: string): Promise<void> {
+    return this.lock.run(lbId, async () => {
+      await this.opts.supervisor.stop(await this.instance(lbId));
+    });
+  }
+
+  /** Stop haproxy and remove everything the agent keeps for this load balancer. */
+  delete(lbId: string): Promise<void> {
+    return this.lock.run(lbId, async () => {
+      const files = this.files(lbId);
+      if (!(await exists(files.dir))) return;
+      const inst = await this.instance(lbId);
+      await this.opts.supervisor.stop(inst);
+      await removeTree(files.dir);
+    });
+  }
+
+  async status(lbId: string): Promise<HaproxyStatus> {
+    return this.opts.supervisor.status(await this.instance(lbId));
+  }
+
+  async exists(lbId: string): Promise<boolean> {
+    return exists(this.files(lbId).config);
+  }
+
+  /**
+   * At agent start: finish what a crash interrupted. A live config with a
+   * `.prev` beside it means a reload was in flight; if haproxy's worker is
+   * still the one recorded before it, the reload never happened and the
+   * previous live config is put back, otherwise the new one is recorded.
+   */
+  async recover(): Promise<string[]> {
+    const recovered: string[] = [];
+    const entries = await readdir(this.baseDir, { withFileTypes: true }).catch(() => []);
+    for (const entry of entries) {
+      if (!entry.isDirectory() || entry.name.startsWith('.')) continue;
+      const lbId = entry.name;
+      await this.lock.run(lbId, async () => {
+        const files = this.files(lbId);
+        const previous = await readTextIfExists(files.livePrevious);
+        if (previous === null) return;
+        const status = await this.opts.supervisor.status(await this.instance(lbId));
+        const applied = await this.readApplied(files);
+        const live = await readTextIfExists(files.live);
+        if (status.running && status.workerPid !== null && status.workerPid !== applied?.workerPid && live !== null) {
+          await this.writeApplied(files, { workerPid: status.workerPid, liveMd5: md5(live) });
+          this.opts.log.warn({ lbId, workerPid: status.workerPid }, 'interrupted reload had completed; keeping the new live config');
+        } else {
+          await writeFileAtomic(files.live, previous, 0o600);
+          this.opts.log.warn({ lbId }, 'interrupted reload had not happened; restored the previous live config');
+        }
+        await removeFile(files.livePrevious);
+        recovered.push(lbId);
+      });
+    }
+    return recovered;
+  }
+
+  // --- internals (callers hold the lock) ---
+
+  private async commitCandidate(lbId: string, amphoraId: string): Promise<void> {
+    const files = this.files(lbId);
+    await renameDurable(files.candidate, files.config);
+    await writeFileAtomic(files.meta, JSON.stringify({ amphoraId }), 0o600);
+  }
+
+  private async instance(lbId: string): Promise<HaproxyInstance> {
+    const files = this.files(lbId);
+    const meta = await readTextIfExists(files.meta);
+    const amphoraId = meta ? (JSON.parse(meta) as { amphoraId: string }).amphoraId : lbId;
+    return { lbId, files, peerName: peerNameOf(amphoraId) };
+  }
+
+  private async load(lbId: string): Promise<ReloadReport> {
+    const started = Date.now();
+    const inst = await this.instance(lbId);
+    const { files } = inst;
+    const configText = await readTextIfExists(files.config);
+    if (configText === null) throw new LoadBalancerNotFoundError(lbId);
+
+    const caps = await this.capabilities();
+    const before = await this.opts.supervisor.status(inst);
+    const config = readConfig(configText);
+    const running = before.running ? await this.runningState(inst, config.serverStateFile) : null;
+    const method: ProtectionMethod | null = this.opts.protectNewMembers === false
+      ? null
+      : caps.initStateAppliedAtStartup ? 'init-state' : 'state-file';
+    const plan = planProtection({ configText, config, running, method });
+    for (const w of plan.warnings) this.opts.log.warn({ lbId }, w);
+
+    if (config.serverStateFile) {
+      if (this.isOwnPath(config.serverStateFile)) await writeFileAtomic(config.serverStateFile, plan.stateFile, 0o600);
+      else this.opts.log.warn({ lbId, path: config.serverStateFile }, 'server-state file outside the agent directories; not written');
+    }
+
+    const previousLive = await readTextIfExists(files.live);
+    if (previousLive !== null) await writeFileAtomic(files.livePrevious, previousLive, 0o600);
+    await writeFileAtomic(files.live, plan.effectiveConfig, 0o600);
+
+    let after: HaproxyStatus;
+    try {
+      after = before.running
+        ? await this.opts.supervisor.reload(inst, before)
+        : await this.opts.supervisor.start(inst);
+    } catch (err) {
+      if (previousLive !== null) await writeFileAtomic(files.live, previousLive, 0o600);
+      else await removeFile(files.live);
+      await removeFile(files.livePrevious);
+      throw err instanceof HaproxyFailedError ? err : new HaproxyFailedError(before.running ? 'reload' : 'start', String(err));
+    }
+    await this.writeApplied(files, { workerPid: after.workerPid, liveMd5: md5(plan.effectiveConfig) });
+    await removeFile(files.livePrevious);
+
+    const report: ReloadReport = {
+      action: before.running ? 'reloaded' : 'started',
+      newMembers: plan.newMembers.map((s) => `${s.backend}/${s.name}`),
+      method: plan.newMembers.length > 0 ? method : null,
+      warnings: plan.warnings,
+      workerPid: after.workerPid,
+      durationMs: Date.now() - started,
+    };
+    this.opts.log.info({ lbId, ...report }, `haproxy ${report.action}`);
+    return report;
+  }
+
+  /**
+   * What haproxy runs now, from `show servers state` right before the reload.
+   * If the dump fails, fall back to the last state file so running members are
+   * not mistaken for new ones (which would take them out of service).
+   */
+  private async runningState(inst: HaproxyInstance, stateFile: string | null): Promise<ServerStateDump | null> {
+    try {
+      const text = await workerCommand(inst.files.masterSocket, 'show servers state', 10_000);
+      if (/^1\s*$/m.test(text)) return parseServerState(text);
+      throw new Error(text.trim() || 'empty answer');
+    } catch (err) {
+      this.opts.log.warn({ lbId: inst.lbId, err: String(err) }, 'cannot dump server state; using the last state file');
+      const saved = stateFile ? await readTextIfExists(stateFile) : null;
+      return saved ? parseServerState(saved) : { header: [], entries: [] };
+    }
+  }
+
+  private isOwnPath(path: string): boolean {
+    return resolve(path).startsWith(`${this.baseDir}/`);
+  }
+
+  private async ensureUserGroupFile(): Promise<void> {
+    if (!(await exists(this.opts.userGroupFile)) && this.isOwnPath(this.opts.userGroupFile)) {
+      await writeFileAtomic(this.opts.userGroupFile, 'global\n    group nogroup\n', 0o644);
+    }
+  }
+
+  private async readApplied(files: LoadBalancerFiles): Promise<AppliedRecord | null> {
+    const text = await readTextIfExists(files.applied);
+    return text ? (JSON.parse(text) as AppliedRecord) : null;
+  }
+
+  private async writeApplied(files: LoadBalancerFiles, record: AppliedRecord): Promise<void> {
+    await writeFileAtomic(files.applied, JSON.stringify(record), 0o600);
+  }
+}

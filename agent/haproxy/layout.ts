@@ -1,0 +1,56 @@
+// Where a load balancer's files live, relative to the agent's base directory.
+// Names follow Octavia's amphora agent so operators find what they expect.
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+
+export interface LoadBalancerFiles {
+  dir: string;
+  /** The accepted configuration (what the control plane sent, validated). */
+  config: string;
+  /** A configuration being validated. */
+  candidate: string;
+  /** The last configuration haproxy -c rejected, kept for operators. */
+  rejected: string;
+  /** What haproxy loads: the accepted config plus new-member protection. */
+  live: string;
+  /** The live config from before a reload in flight; present only during one. */
+  livePrevious: string;
+  /** Master pid (haproxy -p). */
+  pidFile: string;
+  /** Master CLI (haproxy -S). */
+  masterSocket: string;
+  /** Output of the haproxy launcher (startup errors). */
+  launchLog: string;
+  /** Record of the last verified (re)load: worker pid and live config hash. */
+  applied: string;
+  /** Agent-side settings of this load balancer (peer name). */
+  meta: string;
+}
+
+export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFiles {
+  const dir = join(baseDir, lbId);
+  return {
+    dir,
+    config: join(dir, 'haproxy.cfg'),
+    candidate: join(dir, 'haproxy.cfg.new'),
+    rejected: join(dir, 'haproxy.cfg.new-failed'),
+    live: join(dir, 'haproxy.live.cfg'),
+    livePrevious: join(dir, 'haproxy.live.cfg.prev'),
+    pidFile: join(dir, `${lbId}.pid`),
+    masterSocket: join(dir, 'master.sock'),
+    launchLog: join(dir, 'haproxy.launch.log'),
+    applied: join(dir, 'applied.json'),
+    meta: join(dir, 'agent.json'),
+  };
+}
+
+/**
+ * Octavia's -L peer name: base64 of SHA-1(amphora id) with '+' -> '_' and
+ * '/' -> '-', '=' stripped, a leading '-' made 'x'. It must match the peer the
+ * controller renders in the config's peers section.
+ */
+export function peerName(amphoraId: string): string {
+  const b64 = createHash('sha1').update(amphoraId, 'utf8').digest('base64')
+    .replace(/\+/g, '_').replace(/\//g, '-').replace(/=+$/, '');
+  return b64.startsWith('-') ? `x${b64.slice(1)}` : b64;
+}

@@ -1,0 +1,159 @@
+// haproxy process control in master-worker mode. Two back ends share one
+// contract: the agent supervising haproxy itself (containers, tests, the
+// development default) and systemd units (the production image). Either way a
+// reload is verified on the master CLI: it succeeded only when a new worker
+// answers; otherwise the old workers keep serving and the caller gets an error.
+import { HaproxyFailedError } from './errors.js';
+import type { LoadBalancerFiles } from './layout.js';
+import {
+  currentWorker, masterCommand, parseShowProc, workerCommand, type ProcessTable,
+} from './master-cli.js';
+import { isProcessAlive, readPidFile } from '../system/proc.js';
+
+export interface HaproxyInstance {
+  lbId: string;
+  files: LoadBalancerFiles;
+  /** -L: the local peer name, so the config's peers section finds itself. */
+  peerName: string;
+}
+
+export interface HaproxyStatus {
+  running: boolean;
+  masterPid: number | null;
+  /** The worker serving new connections. */
+  workerPid: number | null;
+  table: ProcessTable | null;
+}
+
+export interface HaproxySupervisor {
+  readonly kind: 'direct' | 'systemd';
+  start(inst: HaproxyInstance): Promise<HaproxyStatus>;
+  reload(inst: HaproxyInstance, before: HaproxyStatus): Promise<HaproxyStatus>;
+  stop(inst: HaproxyInstance): Promise<void>;
+  status(inst: HaproxyInstance): Promise<HaproxyStatus>;
+}
+
+/** How long a reload or start may take before it counts as failed (large configs load slowly). */
+export const LOAD_TIMEOUT_MS = 60_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function readStatus(files: LoadBalancerFiles): Promise<HaproxyStatus> {
+  const masterPid = await readPidFile(files.pidFile);
+  if (!masterPid || !(await isProcessAlive(masterPid))) {
+    return { running: false, masterPid: null, workerPid: null, table: null };
+  }
+  const table = await showProc(files.masterSocket);
+  return { running: true, masterPid, workerPid: table ? currentWorker(table) : null, table };
+}
+
+async function showProc(socket: string): Promise<ProcessTable | null> {
+  return masterCommand(socket, 'show proc', 2000).then(parseShowProc).catch(() => null);
+}
+
+/** Wait until the master lists a worker that answers on the runtime API. */
+export async function waitForFirstWorker(files: LoadBalancerFiles, action: string): Promise<HaproxyStatus> {
+  const deadline = Date.now() + LOAD_TIMEOUT_MS;
+  for (;;) {
+    const status = await readStatus(files);
+    if (status.workerPid && (await workerAnswers(files.masterSocket))) return status;
+    if (Date.now() > deadline) throw new HaproxyFailedError(action, 'no haproxy worker came up');
+    await sleep(10);
+  }
+}
+
+/**
+ * After a reload was requested: success once the master counts one more reload
+ * and lists a worker that did not exist before and answers; failure when the
+ * master reports the reload failed (2.6 via "[failed: N]", 3.x via Success=0).
+ */
+export async function waitForReload(files: LoadBalancerFiles, before: HaproxyStatus, reloadOutput: string): Promise<HaproxyStatus> {
+  if (/^Success=0/m.test(reloadOutput)) {
+    throw new HaproxyFailedError('reload', reloadOutput.replace(/^Success=0\n--\n?/m, '').trim());
+  }
+  const previous = new Set((before.table?.workers ?? []).map((w) => w.pid));
+  const reloadsBefore = before.table?.reloads ?? 0;
+  const deadline = Date.now() + LOAD_TIMEOUT_MS;
+  for (;;) {
+    // While the master re-executes (2.6 after a failed load in particular) its
+    // CLI is briefly unreachable; keep polling until the deadline.
+    const table = await showProc(files.masterSocket);
+    if (table && table.reloads > reloadsBefore) {
+      const fresh = table.workers.find((w) => !previous.has(w.pid));
+      if (fresh && (await workerAnswers(files.masterSocket))) {
+        return { running: true, masterPid: table.masterPid, workerPid: currentWorker(table), table };
+      }
+      if (!fresh && table.failedReloads > 0) {
+        throw new HaproxyFailedError('reload', await failureDetails(files.masterSocket));
+      }
+    }
+    if (Date.now() > deadline) {
+      throw new HaproxyFailedError('reload', `no new haproxy worker within ${LOAD_TIMEOUT_MS} ms`);
+    }
+    await sleep(5);
+  }
+}
+
+async function workerAnswers(socket: string): Promise<boolean> {
+  const info = await workerCommand(socket, 'show info', 2000).catch(() => '');
+  return /^Pid:/m.test(info);
+}
+
+async function failureDetails(socket: string): Promise<string> {
+  // haproxy >= 2.7 keeps the startup messages of the failed load; 2.6 has no
+  // such command and only says that the load failed.
+  const logs = await masterCommand(socket, 'show startup-logs', 2000).catch(() => '');
+  const alerts = logs.split('\n').filter((l) => /ALERT|WARNING/.test(l) && !/Former worker|Exiting/.test(l));
+  return alerts.length > 0
+    ? alerts.join('\n')
+    : 'haproxy could not load the new configuration (see the haproxy log); the previous workers keep serving';
+}
+
+/** The agent supervises haproxy itself: haproxy -W -D, detached so it outlives the agent. */
+export class DirectSupervisor implements HaproxySupervisor {
+  readonly kind = 'direct';
+
+  constructor(
+    private readonly haproxyCommand: string[],
+    private readonly netns: string | null,
+    private readonly userGroupFile: string | null,
+    private readonly launch: (argv: string[], logFile: string, netns: string | null) => Promise<{ exitCode: number; output: string }>,
+  ) {}
+
+  async start(inst: HaproxyInstance): Promise<HaproxyStatus> {
+    const { files } = inst;
+    const argv = [
+      ...this.haproxyCommand, '-W', '-D',
+      '-f', files.live, ...(this.userGroupFile ? ['-f', this.userGroupFile] : []),
+      '-p', files.pidFile, '-S', `${files.masterSocket},mode,600`, '-L', inst.peerName,
+    ];
+    const res = await this.launch(argv, files.launchLog, this.netns);
+    if (res.exitCode !== 0) throw new HaproxyFailedError('start', res.output.trim() || `exit code ${res.exitCode}`);
+    return waitForFirstWorker(files, 'start');
+  }
+
+  async reload(inst: HaproxyInstance, before: HaproxyStatus): Promise<HaproxyStatus> {
+    const out = await masterCommand(inst.files.masterSocket, 'reload', LOAD_TIMEOUT_MS).catch((err: Error) => {
+      throw new HaproxyFailedError('reload', err.message);
+    });
+    return waitForReload(inst.files, before, out);
+  }
+
+  async stop(inst: HaproxyInstance): Promise<void> {
+    const pid = await readPidFile(inst.files.pidFile);
+    if (!pid || !(await isProcessAlive(pid))) return;
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + 10_000;
+    while (await isProcessAlive(pid)) {
+      if (Date.now() > deadline) {
+        process.kill(pid, 'SIGKILL');
+        break;
+      }
+      await sleep(10);
+    }
+  }
+
+  status(inst: HaproxyInstance): Promise<HaproxyStatus> {
+    return readStatus(inst.files);
+  }
+}

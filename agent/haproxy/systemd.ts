@@ -1,0 +1,71 @@
+// systemd back end, as on a production amphora: one haproxy-<lb>.service per
+// load balancer (the name Octavia uses). Start, reload and stop go through
+// systemctl so systemd tracks the service; success is verified on the master CLI.
+import { join } from 'node:path';
+import { renderTemplate } from '../render/environment.js';
+import { run } from '../system/exec.js';
+import { readTextIfExists, writeFileAtomic } from '../system/files.js';
+import { HaproxyFailedError } from './errors.js';
+import {
+  readStatus, waitForFirstWorker, waitForReload,
+  type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor,
+} from './process.js';
+
+export class SystemdSupervisor implements HaproxySupervisor {
+  readonly kind = 'systemd';
+
+  constructor(
+    private readonly haproxyCommand: string[],
+    private readonly netns: string,
+    private readonly userGroupFile: string,
+    private readonly unitDir: string,
+  ) {}
+
+  private unitName(inst: HaproxyInstance): string {
+    return `haproxy-${inst.lbId}.service`;
+  }
+
+  /** (Re)write the unit when its content changed (for example a new peer name). */
+  private async installUnit(inst: HaproxyInstance): Promise<void> {
+    const path = join(this.unitDir, this.unitName(inst));
+    const unit = renderTemplate('systemd/haproxy.service.njk', {
+      lb_id: inst.lbId,
+      config: inst.files.live,
+      user_group: this.userGroupFile,
+      pid_file: inst.files.pidFile,
+      netns: this.netns,
+      haproxy: this.haproxyCommand.join(' '),
+      master_socket: inst.files.masterSocket,
+      peer_name: inst.peerName,
+    });
+    if ((await readTextIfExists(path)) === unit) return;
+    await writeFileAtomic(path, unit, 0o644);
+    await this.systemctl('daemon-reload', null);
+    await this.systemctl('enable', this.unitName(inst));
+  }
+
+  private async systemctl(verb: string, unit: string | null): Promise<void> {
+    const res = await run(['systemctl', verb, ...(unit ? [unit] : [])]);
+    if (res.exitCode !== 0) throw new HaproxyFailedError(verb, res.output.trim());
+  }
+
+  async start(inst: HaproxyInstance): Promise<HaproxyStatus> {
+    await this.installUnit(inst);
+    await this.systemctl('start', this.unitName(inst));
+    return waitForFirstWorker(inst.files, 'start');
+  }
+
+  async reload(inst: HaproxyInstance, before: HaproxyStatus): Promise<HaproxyStatus> {
+    await this.installUnit(inst);
+    await this.systemctl('reload', this.unitName(inst));
+    return waitForReload(inst.files, before, '');
+  }
+
+  async stop(inst: HaproxyInstance): Promise<void> {
+    await this.systemctl('stop', this.unitName(inst));
+  }
+
+  status(inst: HaproxyInstance): Promise<HaproxyStatus> {
+    return readStatus(inst.files);
+  }
+}

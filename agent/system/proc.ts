@@ -1,0 +1,25 @@
+// Process liveness from /proc. A zombie (exited, not yet reaped) counts as dead:
+// kill(pid, 0) would still succeed on it.
+import { readFile } from 'node:fs/promises';
+
+export async function isProcessAlive(pid: number): Promise<boolean> {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Field 3 is the state; the command name in field 2 may contain spaces, so
+    // read after its closing parenthesis.
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+export async function readPidFile(path: string): Promise<number | null> {
+  try {
+    const pid = Number.parseInt((await readFile(path, 'utf8')).trim().split('\n')[0] ?? '', 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}

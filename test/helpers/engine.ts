@@ -1,0 +1,28 @@
+// An engine as the agent builds it, pointed at a test directory, a test
+// namespace and one of the haproxy binaries under test.
+import { join } from 'node:path';
+import { HaproxyEngine } from '../../agent/haproxy/engine.js';
+import { DirectSupervisor } from '../../agent/haproxy/process.js';
+import { workerCommand } from '../../agent/haproxy/master-cli.js';
+import { parseServerState, type ServerStateEntry } from '../../agent/haproxy/server-state.js';
+import { launchDaemon } from '../../agent/system/exec.js';
+import { rootLogger } from '../../agent/log.js';
+import type { HaproxyUnderTest } from './haproxies.js';
+
+export function testEngine(h: HaproxyUnderTest, baseDir: string, netns: string | null, protectNewMembers = true): HaproxyEngine {
+  const userGroupFile = join(baseDir, 'haproxy-default-user-group.conf');
+  return new HaproxyEngine({
+    baseDir,
+    haproxyCommand: h.command,
+    userGroupFile,
+    supervisor: new DirectSupervisor(h.command, netns, userGroupFile, (argv, log, ns) => launchDaemon(argv, log, { netns: ns })),
+    log: rootLogger.child({ test: h.label }),
+    protectNewMembers,
+  });
+}
+
+/** The servers haproxy runs now, from its own `show servers state`. */
+export async function serverStates(engine: HaproxyEngine, lbId: string): Promise<ServerStateEntry[]> {
+  const text = await workerCommand(engine.files(lbId).masterSocket, 'show servers state', 2000);
+  return parseServerState(text).entries;
+}
