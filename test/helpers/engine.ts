@@ -26,3 +26,30 @@ export async function serverStates(engine: HaproxyEngine, lbId: string): Promise
   const text = await workerCommand(engine.files(lbId).masterSocket, 'show servers state', 2000);
   return parseServerState(text).entries;
 }
+
+export interface ServerCounters {
+  /** Sessions haproxy sent to the server (health checks are not counted). */
+  sessions: number;
+  connectionErrors: number;
+  responseErrors: number;
+}
+
+/** Per-server traffic counters from haproxy's own `show stat`. */
+export async function serverCounters(engine: HaproxyEngine, lbId: string): Promise<Map<string, ServerCounters>> {
+  const text = await workerCommand(engine.files(lbId).masterSocket, 'show stat', 2000);
+  const [header, ...rows] = text.trim().split('\n');
+  const cols = header!.replace(/^# /, '').split(',');
+  const at = (name: string) => cols.indexOf(name);
+  const out = new Map<string, ServerCounters>();
+  for (const row of rows) {
+    const f = row.split(',');
+    const name = f[at('svname')]!;
+    if (name === 'FRONTEND' || name === 'BACKEND') continue;
+    out.set(name, {
+      sessions: Number(f[at('stot')] || 0),
+      connectionErrors: Number(f[at('econ')] || 0),
+      responseErrors: Number(f[at('eresp')] || 0),
+    });
+  }
+  return out;
+}
