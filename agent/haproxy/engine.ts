@@ -21,7 +21,7 @@ import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } fro
 import { KeyedLock } from './keyed-lock.js';
 import { loadBalancerFiles, peerName as peerNameOf, type LoadBalancerFiles } from './layout.js';
 import { workerCommand } from './master-cli.js';
-import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
+import { LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
 import { planProtection, type ProtectionMethod } from './protection.js';
 import { parseServerState, type ServerStateDump } from './server-state.js';
 
@@ -48,6 +48,8 @@ export interface ReloadReport {
 
 interface AppliedRecord {
   workerPid: number | null;
+  /** The master's reload counter after this load. */
+  masterReloads: number;
   liveMd5: string;
 }
 
@@ -150,10 +152,11 @@ export class HaproxyEngine {
   }
 
   /**
-   * At agent start: finish what a crash interrupted. A live config with a
-   * `.prev` beside it means a reload was in flight; if haproxy's worker is
-   * still the one recorded before it, the reload never happened and the
-   * previous live config is put back, otherwise the new one is recorded.
+   * At agent start: finish what a crash interrupted. A `.prev` beside the live
+   * config means a reload was in flight. The master's reload counter tells
+   * whether it was triggered: if it moved past the recorded value without a
+   * failure, haproxy runs the new live config and that is recorded; otherwise
+   * the previous live config is put back, because that is what still runs.
    */
   async recover(): Promise<string[]> {
     const recovered: string[] = [];
@@ -165,11 +168,13 @@ export class HaproxyEngine {
         const files = this.files(lbId);
         const previous = await readTextIfExists(files.livePrevious);
         if (previous === null) return;
-        const status = await this.opts.supervisor.status(await this.instance(lbId));
+        const status = await this.settledStatus(await this.instance(lbId));
         const applied = await this.readApplied(files);
         const live = await readTextIfExists(files.live);
-        if (status.running && status.workerPid !== null && status.workerPid !== applied?.workerPid && live !== null) {
-          await this.writeApplied(files, { workerPid: status.workerPid, liveMd5: md5(live) });
+        const table = status.table;
+        const reloaded = table !== null && applied !== null && table.reloads > applied.masterReloads && table.failedReloads === 0;
+        if (reloaded && live !== null) {
+          await this.writeApplied(files, { workerPid: status.workerPid, masterReloads: table.reloads, liveMd5: md5(live) });
           this.opts.log.warn({ lbId, workerPid: status.workerPid }, 'interrupted reload had completed; keeping the new live config');
         } else {
           await writeFileAtomic(files.live, previous, 0o600);
@@ -180,6 +185,16 @@ export class HaproxyEngine {
       });
     }
     return recovered;
+  }
+
+  /** Status once the master answers: right after a reload it is briefly unreachable while it re-executes. */
+  private async settledStatus(inst: HaproxyInstance): Promise<HaproxyStatus> {
+    const deadline = Date.now() + LOAD_TIMEOUT_MS;
+    for (;;) {
+      const status = await this.opts.supervisor.status(inst);
+      if (!status.running || (status.table && status.workerPid) || Date.now() > deadline) return status;
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   // --- internals (callers hold the lock) ---
@@ -229,12 +244,14 @@ export class HaproxyEngine {
         ? await this.opts.supervisor.reload(inst, before)
         : await this.opts.supervisor.start(inst);
     } catch (err) {
+      const failure = err instanceof HaproxyFailedError ? err : new HaproxyFailedError(before.running ? 'reload' : 'start', String(err));
       if (previousLive !== null) await writeFileAtomic(files.live, previousLive, 0o600);
       else await removeFile(files.live);
       await removeFile(files.livePrevious);
-      throw err instanceof HaproxyFailedError ? err : new HaproxyFailedError(before.running ? 'reload' : 'start', String(err));
+      if (before.running) await this.reloadPrevious(inst, failure);
+      throw failure;
     }
-    await this.writeApplied(files, { workerPid: after.workerPid, liveMd5: md5(plan.effectiveConfig) });
+    await this.writeApplied(files, { workerPid: after.workerPid, masterReloads: after.table?.reloads ?? 0, liveMd5: md5(plan.effectiveConfig) });
     await removeFile(files.livePrevious);
 
     const report: ReloadReport = {
@@ -247,6 +264,22 @@ export class HaproxyEngine {
     };
     this.opts.log.info({ lbId, ...report }, `haproxy ${report.action}`);
     return report;
+  }
+
+  /**
+   * After a failed load haproxy's old workers may have paused their listeners
+   * for the socket hand-over and not resumed them (seen on 2.6 and 3.2 when a
+   * bind address is missing): reload once more with the previous live config,
+   * which loaded before, so the listeners serve again.
+   */
+  private async reloadPrevious(inst: HaproxyInstance, failure: HaproxyFailedError): Promise<void> {
+    try {
+      const status = await this.opts.supervisor.status(inst);
+      await this.opts.supervisor.reload(inst, status);
+      this.opts.log.warn({ lbId: inst.lbId, err: failure.output }, 'reload failed; haproxy reloaded with the previous config');
+    } catch (err) {
+      this.opts.log.error({ lbId: inst.lbId, err: String(err) }, 'reload failed and the previous config did not reload either');
+    }
   }
 
   /**

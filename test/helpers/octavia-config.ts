@@ -14,6 +14,8 @@ export interface ConfigOptions {
   /** Changes the rendered text without changing behaviour (forces a "real" new config). */
   generation?: number;
   connectionLimit?: number;
+  /** Add an empty backend named after the generation, so `show stat` tells which config runs. */
+  markGeneration?: boolean;
 }
 
 export function octaviaStyleConfig(o: ConfigOptions): string {
@@ -61,5 +63,6 @@ export function octaviaStyleConfig(o: ConfigOptions): string {
     '    timeout server 50000',
     ...o.members.map((m) => `    server ${m.id} ${m.address} weight 1${check}`),
     '',
+    ...(o.markGeneration ? [`backend generation-${o.generation ?? 0}`, '    mode http', ''] : []),
   ].join('\n');
 }

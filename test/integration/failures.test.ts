@@ -1,0 +1,145 @@
+// Failure paths: an invalid config, a config that validates but cannot load,
+// and an agent killed in the middle of an apply. In every case haproxy keeps
+// serving and the live config on disk is the one haproxy runs.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { HAPROXIES, testDir } from '../helpers/haproxies.js';
+import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
+import { TestBackend } from '../helpers/backend.js';
+import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
+import { octaviaStyleConfig } from '../helpers/octavia-config.js';
+import { serverStates, testEngine } from '../helpers/engine.js';
+import { workerCommand } from '../../agent/haproxy/master-cli.js';
+import { HaproxyFailedError, InvalidConfigError } from '../../agent/haproxy/errors.js';
+import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
+
+const APPLY_LOOP = fileURLToPath(new URL('../helpers/apply-loop.js', import.meta.url));
+
+/** The generation marker backend of the config haproxy runs now. */
+async function runningGeneration(engine: HaproxyEngine, lbId: string): Promise<number | null> {
+  const stat = await workerCommand(engine.files(lbId).masterSocket, 'show stat', 2000);
+  const m = /^generation-(\d+),BACKEND/m.exec(stat);
+  return m ? Number(m[1]) : null;
+}
+
+function generationOf(configText: string): number | null {
+  const m = /^backend generation-(\d+)$/m.exec(configText);
+  return m ? Number(m[1]) : null;
+}
+
+HAPROXIES.forEach((h, hIndex) => {
+  const t = suite(`failure paths (${h.label})`);
+  let net: TestNetwork;
+  let dir: string;
+  let engine: HaproxyEngine;
+  let members: TestBackend[];
+  const lbId = 'lb-fail';
+  let bind: string;
+  const config = (generation: number) => octaviaStyleConfig({
+    lbId, baseDir: dir, bind, generation, markGeneration: true,
+    members: members.map((m) => ({ id: m.name, address: m.address })),
+  });
+
+  t.before(async () => {
+    net = createTestNetwork();
+    dir = await testDir('fail');
+    bind = `${net.nsIp}:8080`;
+    engine = testEngine(h, dir, net.netns);
+    members = await Promise.all([
+      new TestBackend('m1', net.hostIp, 18101).start(),
+      new TestBackend('m2', net.hostIp, 18102).start(),
+    ]);
+    await engine.apply(lbId, 'amp', config(1));
+    await waitFor('members UP', async () => (await serverStates(engine, lbId)).every((s) => s.opState === 2));
+  });
+
+  t.after(async () => {
+    await engine.stop(lbId).catch(() => undefined);
+    await Promise.all(members.map((m) => m.stop()));
+    net.destroy();
+  });
+
+  t('an invalid config is rejected with haproxy\'s message; the previous one keeps serving and stays live on disk', async () => {
+    const files = engine.files(lbId);
+    const liveBefore = await readFile(files.live, 'utf8');
+    const acceptedBefore = await readFile(files.config, 'utf8');
+    const workerBefore = (await engine.status(lbId)).workerPid;
+    const load = new LoadGenerator(`http://${bind}/`, 250).start();
+    await sleep(300);
+    const broken = config(2).replace('balance roundrobin', 'balance no-such-algorithm');
+    const err = await engine.apply(lbId, 'amp', broken).then(() => null, (e: unknown) => e);
+    await sleep(300);
+    await load.stop();
+    assert.instance(err, InvalidConfigError);
+    assert.match((err as InvalidConfigError).output, /ALERT.*haproxy\.cfg\.new:\d+\] : balance only supports/);
+    assert.is(await readFile(files.live, 'utf8'), liveBefore, 'live config changed');
+    assert.is(await readFile(files.config, 'utf8'), acceptedBefore, 'accepted config changed');
+    assert.match(await readFile(files.rejected, 'utf8'), /no-such-algorithm/);
+    assert.is((await engine.status(lbId)).workerPid, workerBefore, 'haproxy was reloaded');
+    assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
+  });
+
+  t('a config that validates but cannot load (unavailable bind address) fails typed; old workers keep serving', async () => {
+    const files = engine.files(lbId);
+    const liveBefore = await readFile(files.live, 'utf8');
+    const acceptedBefore = await readFile(files.config, 'utf8');
+    const load = new LoadGenerator(`http://${bind}/`, 250).start();
+    await sleep(300);
+    const unloadable = config(3).replace('    bind ', '    bind 192.0.2.1:8081\n    bind ');
+    const err = await engine.apply(lbId, 'amp', unloadable).then(() => null, (e: unknown) => e);
+    const failedAt = Date.now();
+    await sleep(500);
+    await load.stop();
+    assert.instance(err, HaproxyFailedError);
+    assert.is(await readFile(files.live, 'utf8'), liveBefore, 'live config not restored');
+    assert.is(await readFile(files.config, 'utf8'), acceptedBefore, 'accepted config not restored');
+    assert.is(await runningGeneration(engine, lbId), generationOf(liveBefore));
+    // haproxy pauses its listeners during the failed load; once the engine
+    // reports the failure it has reloaded the previous config, and every
+    // request from then on succeeds.
+    const after = load.records.filter((r) => r.start >= failedAt);
+    assert.ok(after.length > 50, `only ${after.length} requests after the failure`);
+    assert.equal(after.filter((r) => r.status !== 200).length, 0, 'requests failed after the engine reported the failure');
+    // And the engine still works afterwards.
+    const report = await engine.apply(lbId, 'amp', config(4));
+    assert.is(report.action, 'reloaded');
+    assert.is(await runningGeneration(engine, lbId), 4);
+  });
+
+  t('SIGKILL of the agent mid-apply: haproxy keeps serving; on restart the agent finds it and its live config', async () => {
+    const masterBefore = (await engine.status(lbId)).masterPid;
+    const load = new LoadGenerator(`http://${bind}/`, 250).start();
+    const delays = [40, 150, 300, 600, 1000];
+    for (const [round, delay] of delays.entries()) {
+      const child = spawn(process.execPath, [APPLY_LOOP, JSON.stringify({
+        haproxy: hIndex, dir, netns: net.netns, lbId, bind, start: 100 * (round + 1),
+        members: members.map((m) => ({ id: m.name, address: m.address })),
+      })], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await sleep(delay);
+      child.kill('SIGKILL');
+      await new Promise((r) => child.on('close', r));
+
+      // A restarted agent: a new engine over the same directories.
+      const restarted = testEngine(h, dir, net.netns);
+      await restarted.recover();
+      const status = await restarted.status(lbId);
+      assert.ok(status.running, `round ${round}: haproxy not found running`);
+      assert.is(status.masterPid, masterBefore, `round ${round}: haproxy master changed`);
+      const live = await readFile(restarted.files(lbId).live, 'utf8');
+      assert.is(await runningGeneration(restarted, lbId), generationOf(live),
+        `round ${round}: the live config on disk is not the one haproxy runs`);
+    }
+    const restarted = testEngine(h, dir, net.netns);
+    const report = await restarted.apply(lbId, 'amp', config(999));
+    assert.is(report.action, 'reloaded');
+    assert.is(await runningGeneration(restarted, lbId), 999);
+    await sleep(300);
+    await load.stop();
+    assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
+  });
+
+  t.run();
+});
