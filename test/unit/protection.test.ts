@@ -1,0 +1,83 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readConfig } from '../../agent/haproxy/config-reader.js';
+import { planProtection } from '../../agent/haproxy/protection.js';
+import { parseServerState, splitServerAddress, stoppedServerLine } from '../../agent/haproxy/server-state.js';
+
+const CONFIG = [
+  'global',
+  '    server-state-file /b/lb/servers-state',
+  'backend pool',
+  '    load-server-state-from-file global',
+  '    server old 10.0.0.1:80 check inter 1s # running',
+  '    server new 10.0.0.2:80 check inter 1s',
+  'backend unchecked',
+  '    server u 10.0.0.3:80',
+  'backend nostate',
+  '    server n 10.0.0.4:80 check',
+  '',
+].join('\n');
+
+const DUMP = [
+  '1',
+  '# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port',
+  '3 pool 1 old 10.0.0.1 2 0 1 1 76 15 3 4 6 0 0 0 - 80 - 0 0 - - 0',
+  '3 pool 9 gone 10.0.0.9 2 0 1 1 76 15 3 4 6 0 0 0 - 80 - 0 0 - - 0',
+  '',
+].join('\n');
+
+test('init-state: only new checked members get init-state fully-down, before the comment', () => {
+  const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), method: 'init-state' });
+  assert.equal(plan.newMembers.map((m) => `${m.backend}/${m.name}`), ['pool/new', 'nostate/n']);
+  const lines = plan.effectiveConfig.split('\n');
+  assert.is(lines[4], '    server old 10.0.0.1:80 check inter 1s # running');
+  assert.is(lines[5], '    server new 10.0.0.2:80 check inter 1s init-state fully-down');
+  assert.is(lines[7], '    server u 10.0.0.3:80', 'a member without checks is never held down');
+  assert.ok(plan.stateFile.includes('3 pool 1 old 10.0.0.1 2'), 'running members keep their state');
+});
+
+test('state-file: new members are seeded stopped; backends without state loading get a warning', () => {
+  const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), method: 'state-file' });
+  assert.is(plan.effectiveConfig, CONFIG);
+  const state = parseServerState(plan.stateFile);
+  const byName = new Map(state.entries.map((e) => [`${e.backend}/${e.server}`, e]));
+  assert.is(byName.get('pool/old')!.opState, 2);
+  assert.is(byName.get('pool/new')!.opState, 0);
+  assert.is(byName.get('pool/new')!.port, '80');
+  assert.not.ok(byName.has('nostate/n'));
+  assert.is(plan.warnings.length, 1);
+  assert.match(plan.warnings[0]!, /nostate\/n/);
+});
+
+test('a member whose address changed is new, and its old UP line is dropped', () => {
+  const moved = CONFIG.replace('server old 10.0.0.1:80', 'server old 10.0.0.7:80');
+  const plan = planProtection({ configText: moved, config: readConfig(moved), running: parseServerState(DUMP), method: 'init-state' });
+  assert.ok(plan.newMembers.some((m) => m.name === 'old'));
+  assert.not.ok(plan.stateFile.includes(' old 10.0.0.1 '));
+});
+
+test('fresh start: every checked member is new; protection off changes nothing', () => {
+  const fresh = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: null, method: 'state-file' });
+  assert.equal(fresh.newMembers.map((m) => m.name), ['old', 'new', 'n']);
+  const off = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), method: null });
+  assert.equal(off.newMembers, []);
+  assert.is(off.effectiveConfig, CONFIG);
+});
+
+test('server addresses split into host and port for all haproxy forms', () => {
+  assert.equal(splitServerAddress('10.0.0.1:80'), { host: '10.0.0.1', port: '80' });
+  assert.equal(splitServerAddress('2001:db8::5:443'), { host: '2001:db8::5', port: '443' });
+  assert.equal(splitServerAddress('[2001:db8::5]:443'), { host: '2001:db8::5', port: '443' });
+  assert.equal(splitServerAddress('ipv4@10.0.0.1:80'), { host: '10.0.0.1', port: '80' });
+});
+
+test('a seeded line has the 20 mandatory fields and the INI check status', () => {
+  const f = stoppedServerLine('b', 's', '10.0.0.1', '80').split(' ');
+  assert.is(f.length, 20);
+  assert.is(f[5], '0', 'op state STOPPED');
+  assert.is(f[10], '1', 'check status INI (0 crashes haproxy 3.2)');
+  assert.is(f[12], '0', 'check health 0');
+  assert.is(f[18], '80');
+});
+
+test.run();
