@@ -1,0 +1,49 @@
+// The composition root: turns an AgentConfig into the running parts (engine
+// with its process manager, API app). Nothing else decides which back end runs.
+import { readFile } from 'node:fs/promises';
+import type { AgentConfig } from './config/agent-config.js';
+import { HaproxyEngine } from './haproxy/engine.js';
+import { DirectSupervisor, type HaproxySupervisor } from './haproxy/process.js';
+import { SystemdSupervisor } from './haproxy/systemd.js';
+import { launchDaemon, run } from './system/exec.js';
+import type { Logger } from './log.js';
+
+export async function pid1IsSystemd(): Promise<boolean> {
+  const comm = await readFile('/proc/1/comm', 'utf8').catch(() => '');
+  return comm.trim() === 'systemd';
+}
+
+export async function buildSupervisor(config: AgentConfig): Promise<HaproxySupervisor> {
+  const aa = config.amphoraAgent;
+  const command = [config.haproxyAmphora.haproxyCmd];
+  const useSystemd = aa.processManager === 'systemd' || (aa.processManager === 'auto' && (await pid1IsSystemd()));
+  const netns = aa.networkNamespace || null;
+  if (useSystemd) {
+    if (!netns) throw new Error('process_manager systemd needs a network_namespace');
+    return new SystemdSupervisor(command, netns, aa.userGroupFile, aa.systemdUnitDir);
+  }
+  return new DirectSupervisor(command, netns, aa.userGroupFile, async (argv, logFile, ns) => {
+    if (ns) {
+      const { ensureNetns } = await import('./system/netns.js');
+      await ensureNetns(ns);
+    }
+    return launchDaemon(argv, logFile, { netns: ns });
+  });
+}
+
+export async function buildEngine(config: AgentConfig, log: Logger): Promise<HaproxyEngine> {
+  return new HaproxyEngine({
+    baseDir: config.haproxyAmphora.basePath,
+    haproxyCommand: [config.haproxyAmphora.haproxyCmd],
+    userGroupFile: config.amphoraAgent.userGroupFile,
+    supervisor: await buildSupervisor(config),
+    log: log.child({ module: 'engine' }),
+    protectNewMembers: config.amphoraAgent.protectNewMembers,
+  });
+}
+
+/** A package's installed version (dpkg), or '' when it is not installed. */
+export async function packageVersion(pkg: string): Promise<string> {
+  const res = await run(['dpkg-query', '-W', '-f=${Version}', pkg]);
+  return res.exitCode === 0 ? res.stdout.trim() : '';
+}

@@ -1,0 +1,85 @@
+// `amphora-agent serve [--config-file PATH]`: run the agent. Without a config
+// file it uses the built-in development configuration in ./.amphora-dev.
+import { readFile } from 'node:fs/promises';
+import { ensureDevSetup, type DevSetup } from '../config/dev-default.js';
+import { parseAgentConfig, type AgentConfig } from '../config/agent-config.js';
+import { buildEngine, packageVersion } from '../agent.js';
+import { createApp } from '../api/app.js';
+import { createMtlsServer } from '../api/tls-server.js';
+import { rootLogger } from '../log.js';
+import { run } from '../system/exec.js';
+import { ensureDir } from '../system/files.js';
+
+const DEV_DIR = '.amphora-dev';
+
+/** haproxy must be runnable; in development, as root, install it with apt when missing. */
+async function ensureHaproxy(config: AgentConfig, dev: boolean): Promise<void> {
+  const cmd = config.haproxyAmphora.haproxyCmd;
+  if ((await run([cmd, '-v'])).exitCode === 0) return;
+  const root = process.getuid?.() === 0;
+  if (dev && root) {
+    rootLogger.info('haproxy not found; installing it with apt-get');
+    const res = await run(['sh', '-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy'], { timeoutMs: 600_000 });
+    if (res.exitCode === 0 && (await run([cmd, '-v'])).exitCode === 0) return;
+    throw new Error(`installing haproxy failed:\n${res.output.slice(-2000)}`);
+  }
+  throw new Error(`haproxy (${cmd}) cannot run. Install it with: sudo apt-get install haproxy`);
+}
+
+export async function serve(args: string[]): Promise<void> {
+  const i = args.indexOf('--config-file');
+  const configArg = i >= 0 ? args[i + 1] : undefined;
+  if (i >= 0 && !configArg) throw new Error('--config-file needs a path');
+  let dev: DevSetup | null = null;
+  let configFile: string;
+  if (configArg) {
+    configFile = configArg;
+  } else {
+    dev = await ensureDevSetup(DEV_DIR, process.getuid?.() === 0);
+    configFile = dev.configFile;
+  }
+  const config = parseAgentConfig(await readFile(configFile, 'utf8'));
+  const log = rootLogger;
+  if (config.debug) log.level = 'debug';
+  await ensureHaproxy(config, dev !== null);
+  await ensureDir(config.haproxyAmphora.basePath, 0o755);
+
+  const engine = await buildEngine(config, log);
+  const caps = await engine.capabilities();
+  log.info({ haproxy: caps.version, initState: caps.initStateAppliedAtStartup }, 'haproxy probed');
+  const recovered = await engine.recover();
+  if (recovered.length > 0) log.warn({ recovered }, 'finished interrupted applies');
+
+  const app = createApp({
+    log: log.child({ module: 'api' }),
+    async packageVersions() {
+      const [haproxy, keepalived, ipvsadm] = await Promise.all(['haproxy', 'keepalived', 'ipvsadm'].map(packageVersion));
+      // Outside a Debian package (a custom haproxy_cmd) report the binary's own version.
+      return { haproxy: haproxy || caps.version, keepalived: keepalived!, ipvsadm: ipvsadm! };
+    },
+  });
+  const { server } = await createMtlsServer({
+    serverPem: config.amphoraAgent.agentServerCert,
+    clientCa: config.amphoraAgent.agentServerCa,
+    minVersion: config.amphoraAgent.agentTlsProtocol,
+  }, app);
+  server.requestTimeout = config.amphoraAgent.agentRequestReadTimeout * 1000;
+  const host = config.haproxyAmphora.bindHost;
+  const port = config.haproxyAmphora.bindPort;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host, port, ipv6Only: false }, () => resolve());
+  });
+  const shown = host.includes(':') ? `[${host}]` : host;
+  log.info({ address: `${shown}:${port}` }, 'amphora agent API listening (mutual TLS)');
+  if (dev) {
+    process.stdout.write(
+      `\nAmphora agent (development configuration ${dev.configFile}) on https://${shown}:${port}\n` +
+      `Try:\n  curl --cacert ${dev.caFile} --cert ${dev.clientCert} --key ${dev.clientKey} https://${shown}:${port}/1.0/info\n\n`,
+    );
+  }
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    // haproxy keeps running: it is supervised per load balancer, not tied to the API process.
+    process.on(sig, () => server.close(() => process.exit(0)));
+  }
+}

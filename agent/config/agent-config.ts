@@ -1,0 +1,136 @@
+// amphora-agent.conf (oslo.config INI) -> one typed, validated AgentConfig.
+// Option names and defaults are Octavia's, so an image can swap the Python
+// agent for this one with the same file. Options this agent adds are marked.
+// Pure: text in, config (or a ConfigError naming the option) out.
+import ini from 'ini';
+import { join } from 'node:path';
+
+export type ProcessManager = 'auto' | 'direct' | 'systemd';
+
+export interface AgentConfig {
+  haproxyAmphora: {
+    basePath: string;
+    baseCertDir: string;
+    bindHost: string;
+    bindPort: number;
+    haproxyCmd: string;
+  };
+  healthManager: {
+    controllerIpPortList: string[];
+    heartbeatInterval: number;
+    heartbeatKey: string | null;
+  };
+  amphoraAgent: {
+    agentServerCa: string;
+    agentServerCert: string;
+    agentServerNetworkDir: string;
+    agentRequestReadTimeout: number;
+    agentTlsProtocol: 'TLSv1.2' | 'TLSv1.3';
+    amphoraId: string | null;
+    administrativeLogFacility: number;
+    userLogFacility: number;
+    /** Added: who runs haproxy: systemd units, the agent itself, or auto (systemd when PID 1 is systemd). */
+    processManager: ProcessManager;
+    /** Added: the namespace haproxy runs in ('' = the agent's own). */
+    networkNamespace: string;
+    /** Added: the haproxy user/group file (Octavia's image ships it at this path). */
+    userGroupFile: string;
+    /** Added: where haproxy-<lb>.service units go. */
+    systemdUnitDir: string;
+    /** Added: hold new members down until their first health checks pass. */
+    protectNewMembers: boolean;
+  };
+  controllerWorker: {
+    loadbalancerTopology: 'SINGLE' | 'ACTIVE_STANDBY';
+  };
+  debug: boolean;
+}
+
+export class ConfigError extends Error {}
+
+type Section = Record<string, unknown>;
+
+function str(sec: Section | undefined, key: string, def: string): string {
+  const v = sec?.[key];
+  if (v === undefined || v === null) return def;
+  return String(v).trim();
+}
+
+function optional(sec: Section | undefined, key: string): string | null {
+  const v = str(sec, key, '');
+  return v === '' || v === 'None' ? null : v;
+}
+
+function int(sec: Section | undefined, name: string, key: string, def: number, min: number, max: number): number {
+  const raw = str(sec, key, String(def));
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`[${name}] ${key}: "${raw}" is not an integer between ${min} and ${max}`);
+  }
+  return n;
+}
+
+function bool(sec: Section | undefined, name: string, key: string, def: boolean): boolean {
+  const v = sec?.[key];
+  if (v === undefined) return def;
+  if (typeof v === 'boolean') return v;
+  const s = String(v).trim().toLowerCase();
+  if (['true', 'yes', 'on', '1'].includes(s)) return true;
+  if (['false', 'no', 'off', '0'].includes(s)) return false;
+  throw new ConfigError(`[${name}] ${key}: "${String(v)}" is not a boolean`);
+}
+
+function oneOf<T extends string>(sec: Section | undefined, name: string, key: string, def: T, allowed: readonly T[]): T {
+  const v = str(sec, key, def);
+  if (!(allowed as readonly string[]).includes(v)) {
+    throw new ConfigError(`[${name}] ${key}: "${v}" is not one of ${allowed.join(', ')}`);
+  }
+  return v as T;
+}
+
+export function parseAgentConfig(text: string): AgentConfig {
+  const doc = ini.parse(text) as Record<string, Section>;
+  const ha = doc.haproxy_amphora;
+  const hm = doc.health_manager;
+  const aa = doc.amphora_agent;
+  const cw = doc.controller_worker;
+  const basePath = str(ha, 'base_path', '/var/lib/octavia');
+  const tls = str(aa, 'agent_tls_protocol', 'TLSv1.2');
+  if (!['TLSv1.2', 'TLSv1.3'].includes(tls)) {
+    // SSLv3 to TLSv1.1 are Octavia choices too, but insecure: refuse them clearly.
+    throw new ConfigError(`[amphora_agent] agent_tls_protocol: "${tls}" is not supported; use TLSv1.2 or TLSv1.3`);
+  }
+  return {
+    haproxyAmphora: {
+      basePath,
+      baseCertDir: str(ha, 'base_cert_dir', '/var/lib/octavia/certs'),
+      bindHost: str(ha, 'bind_host', '::'),
+      bindPort: int(ha, 'haproxy_amphora', 'bind_port', 9443, 1, 65535),
+      haproxyCmd: str(ha, 'haproxy_cmd', '/usr/sbin/haproxy'),
+    },
+    healthManager: {
+      controllerIpPortList: str(hm, 'controller_ip_port_list', '').split(',').map((s) => s.trim()).filter(Boolean),
+      heartbeatInterval: int(hm, 'health_manager', 'heartbeat_interval', 10, 1, 86400),
+      heartbeatKey: optional(hm, 'heartbeat_key'),
+    },
+    amphoraAgent: {
+      agentServerCa: str(aa, 'agent_server_ca', '/etc/octavia/certs/client_ca.pem'),
+      agentServerCert: str(aa, 'agent_server_cert', '/etc/octavia/certs/server.pem'),
+      agentServerNetworkDir: str(aa, 'agent_server_network_dir', '/etc/octavia/interfaces/'),
+      agentRequestReadTimeout: int(aa, 'amphora_agent', 'agent_request_read_timeout', 180, 1, 86400),
+      agentTlsProtocol: tls as 'TLSv1.2' | 'TLSv1.3',
+      amphoraId: optional(aa, 'amphora_id'),
+      administrativeLogFacility: int(aa, 'amphora_agent', 'administrative_log_facility', 1, 0, 7),
+      userLogFacility: int(aa, 'amphora_agent', 'user_log_facility', 0, 0, 7),
+      processManager: oneOf(aa, 'amphora_agent', 'process_manager', 'auto', ['auto', 'direct', 'systemd'] as const),
+      networkNamespace: str(aa, 'network_namespace', 'amphora-haproxy'),
+      userGroupFile: str(aa, 'user_group_file', join(basePath, 'haproxy-default-user-group.conf')),
+      systemdUnitDir: str(aa, 'systemd_unit_dir', '/usr/lib/systemd/system'),
+      protectNewMembers: bool(aa, 'amphora_agent', 'protect_new_members', true),
+    },
+    controllerWorker: {
+      loadbalancerTopology: oneOf(cw, 'controller_worker', 'loadbalancer_topology', 'SINGLE', ['SINGLE', 'ACTIVE_STANDBY'] as const),
+    },
+    debug: bool(doc.DEFAULT ?? (doc as Section), 'DEFAULT', 'debug', false),
+  };
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+// amphora-agent command line. `amphora-agent --config-file PATH` (Octavia's
+// form) is the same as `amphora-agent serve --config-file PATH`.
+import { serve } from './cli/serve.js';
+
+const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
+  serve       run the agent (default); without --config-file, a development
+              configuration is created in ./.amphora-dev
+  render, check, heartbeat: not yet available (see the open issues)`;
+
+async function main(argv: string[]): Promise<void> {
+  const [first, ...rest] = argv;
+  if (first === undefined || first.startsWith('--')) {
+    if (first === '--help' || first === '-h') return void console.log(USAGE);
+    return serve(argv);
+  }
+  switch (first) {
+    case 'serve':
+      return serve(rest);
+    case 'help':
+      return void console.log(USAGE);
+    default:
+      console.error(`amphora-agent: unknown command "${first}"\n${USAGE}`);
+      process.exit(2);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: Error) => {
+  console.error(`amphora-agent: ${err.message}`);
+  process.exit(1);
+});
