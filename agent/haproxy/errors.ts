@@ -10,9 +10,27 @@ export class InvalidConfigError extends Error {
 
 /** haproxy failed to start, reload or stop; the previous config keeps serving. */
 export class HaproxyFailedError extends Error {
-  constructor(readonly action: string, readonly output: string) {
-    super(`haproxy ${action} failed: ${output}`);
+  readonly output: string;
+
+  constructor(readonly action: string, output: string) {
+    const summary = essentialOutput(output);
+    super(`haproxy ${action} failed: ${summary}`);
+    this.output = summary;
   }
+}
+
+const MAX_OUTPUT = 8000;
+
+/**
+ * haproxy's own verdict without the noise: its ALERT lines when there are any
+ * (a start with thousands of servers also prints one WARNING per server), else
+ * the tail of what it printed.
+ */
+export function essentialOutput(output: string): string {
+  const lines = output.trim().split('\n');
+  const alerts = lines.filter((l) => l.includes('[ALERT]'));
+  const kept = (alerts.length > 0 ? alerts : lines.slice(-20)).join('\n');
+  return kept.length > MAX_OUTPUT ? `${kept.slice(0, MAX_OUTPUT)}...` : kept;
 }
 
 export class LoadBalancerNotFoundError extends Error {

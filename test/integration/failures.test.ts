@@ -109,6 +109,19 @@ HAPROXIES.forEach((h, hIndex) => {
     assert.is(await runningGeneration(engine, lbId), 4);
   });
 
+  t('a start that haproxy refuses (Octavia\'s default maxconn 50000 over this machine\'s fd limit) is reported clearly', async () => {
+    const big = octaviaStyleConfig({
+      lbId: 'lb-maxconn', baseDir: dir, bind: `${net.nsIp}:8090`, connectionLimit: 50000,
+      members: members.map((m) => ({ id: m.name, address: m.address })),
+    });
+    const err = await engine.apply('lb-maxconn', 'amp', big).then(() => null, (e: unknown) => e);
+    assert.instance(err, HaproxyFailedError);
+    assert.match((err as HaproxyFailedError).output, /\[ALERT\].*(FD limit|maxconn|file descriptors)/i);
+    assert.ok((err as HaproxyFailedError).output.length < 2000, 'the message is haproxy\'s verdict, not its whole log');
+    assert.not.ok((await engine.status('lb-maxconn')).running);
+    assert.not.ok(await engine.exists('lb-maxconn'), 'the refused config was not kept as accepted');
+  });
+
   t('SIGKILL of the agent mid-apply: haproxy keeps serving; on restart the agent finds it and its live config', async () => {
     const masterBefore = (await engine.status(lbId)).masterPid;
     const load = new LoadGenerator(`http://${bind}/`, 250).start();
