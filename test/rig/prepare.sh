@@ -24,6 +24,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# Namespaces and veths left by an interrupted earlier run.
+for ns in $(ip netns list 2>/dev/null | awk '/^aat-/{print $1}'); do
+  for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+  ip netns del "$ns" 2>/dev/null || true
+done
+for link in $(ip -o link show 2>/dev/null | awk -F': ' '/aath/{print $2}' | cut -d@ -f1); do
+  ip link del "$link" 2>/dev/null || true
+done
+
 # The packaged haproxy service must not hold ports the tests use.
 pkill -f '^/usr/sbin/haproxy -Ws -f /etc/haproxy' 2>/dev/null || true
 
