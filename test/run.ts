@@ -27,7 +27,9 @@ const files = findTests(here)
 function runFile(file: string): Promise<{ passed: number; failed: number; ms: number }> {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--enable-source-maps', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Agent logs at warn by default so test output stays readable.
+    const env = { ...process.env, AMPHORA_AGENT_LOG_LEVEL: process.env.AMPHORA_AGENT_LOG_LEVEL ?? 'warn' };
+    const child = spawn(process.execPath, ['--enable-source-maps', file], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let out = '';
     child.stdout.on('data', (d) => { out += d; process.stdout.write(d); });
     child.stderr.on('data', (d) => process.stderr.write(d));

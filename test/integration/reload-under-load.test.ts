@@ -9,6 +9,7 @@ import { LoadGenerator, waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { serverStates, testEngine } from '../helpers/engine.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
+import { readFile } from 'node:fs/promises';
 
 const LB = 'lb-reload';
 const AMP = 'amphora-1';
@@ -75,6 +76,16 @@ for (const h of HAPROXIES) {
     polling = false;
     await poller;
     assert.equal(seen, [], 'members left UP during reloads');
+  });
+
+  t('concurrent applies are serialized: each one reloads in turn, the last submitted wins', async () => {
+    const load = new LoadGenerator(`http://${net.nsIp}:8080/`, 250).start();
+    const reports = await Promise.all(Array.from({ length: 10 }, (_, i) => engine.apply(LB, AMP, config(200 + i))));
+    await load.stop();
+    const workers = reports.map((r) => r.workerPid);
+    assert.is(new Set(workers).size, 10, 'each apply had its own reload');
+    assert.match(await readFile(engine.files(LB).live, 'utf8'), /timeout client 50209\n/);
+    assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
   });
 
   t.run();
