@@ -9,7 +9,3 @@ export const rootLogger: Logger = pino({
   level: process.env.AMPHORA_AGENT_LOG_LEVEL ?? 'info',
   base: { pid: process.pid },
 });
-
-export function childLogger(module: string): Logger {
-  return rootLogger.child({ module });
-}

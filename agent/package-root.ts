@@ -4,5 +4,5 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 // This file compiles to dist/agent/package-root.js.
-export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const TEMPLATES_DIR = resolve(PACKAGE_ROOT, 'templates');

@@ -26,7 +26,7 @@ const MAX_OUTPUT = 8000;
  * (a start with thousands of servers also prints one WARNING per server), else
  * the tail of what it printed.
  */
-export function essentialOutput(output: string): string {
+function essentialOutput(output: string): string {
   const lines = output.trim().split('\n');
   const alerts = lines.filter((l) => l.includes('[ALERT]'));
   const kept = (alerts.length > 0 ? alerts : lines.slice(-20)).join('\n');

@@ -21,7 +21,7 @@ export interface ServerStateDump {
   entries: ServerStateEntry[];
 }
 
-export const SERVER_STATE_VERSION = '1';
+const SERVER_STATE_VERSION = '1';
 const FIELD_NAMES =
   '# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight ' +
   'srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state ' +

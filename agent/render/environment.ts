@@ -7,7 +7,7 @@ import { TEMPLATES_DIR } from '../package-root.js';
 
 let env: nunjucks.Environment | null = null;
 
-export function templateEnvironment(): nunjucks.Environment {
+function templateEnvironment(): nunjucks.Environment {
   env ??= new nunjucks.Environment(new nunjucks.FileSystemLoader(TEMPLATES_DIR), {
     autoescape: false,
     throwOnUndefined: true,
