@@ -11,7 +11,7 @@ test('haproxy unit: master-worker with systemd notify in the namespace, master C
   assert.match(unit, /^ExecStart=\/sbin\/ip netns exec amphora-haproxy \/usr\/sbin\/haproxy -Ws -f \$CONFIG -f \$USERCONFIG -p \$PIDFILE -S \/var\/lib\/octavia\/lb1\/master\.sock,mode,600 -L nb4_5hKf-EYlJ2pGnOD7IGY2jng$/m);
   assert.match(unit, /^Type=notify$/m);
   assert.match(unit, /^ExecReload=\/bin\/kill -USR2 \$MAINPID$/m);
-  assert.not.match(unit, /haproxy[^\n]* -c /);
+  assert.not.match(unit, /^Exec[^\n]* -c /m);
   assert.match(unit, /^Environment="CONFIG=\/var\/lib\/octavia\/lb1\/haproxy\.live\.cfg"/m);
 });
 
