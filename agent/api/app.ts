@@ -1,20 +1,13 @@
-// The HTTP application: routes stay thin (parse, call one domain function, map
-// the result). This first cut serves version discovery and /1.0/info; the rest
-// of API 1.0 arrives with its issue.
+// The HTTP application: request logging, version discovery, API 1.0, and
+// Octavia's framework error shapes for everything else.
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { hostname } from 'node:os';
 import type { Logger } from '../log.js';
 import { sendFrameworkError, sendJson } from './errors.js';
+import { createV1Router, type V1Deps } from './v1/router.js';
 
 export const API_VERSION = '1.0';
 
-export interface AppDeps {
-  log: Logger;
-  /** Versions of the packages the amphora runs, for /1.0/info. */
-  packageVersions(): Promise<{ haproxy: string; keepalived: string; ipvsadm: string }>;
-}
-
-export function createApp(deps: AppDeps): express.Express {
+export function createApp(deps: V1Deps & { log: Logger }): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -30,22 +23,14 @@ export function createApp(deps: AppDeps): express.Express {
 
   // The controller's discovery URL ends in "//" (base URL with a trailing slash + "/").
   app.get(['/', '//'], (_req, res) => sendJson(res, 200, { api_version: API_VERSION }));
-
-  app.get(`/${API_VERSION}/info`, async (_req, res) => {
-    const v = await deps.packageVersions();
-    sendJson(res, 200, {
-      hostname: hostname(),
-      haproxy_version: v.haproxy,
-      api_version: API_VERSION,
-      keepalived_version: v.keepalived,
-      ipvsadm_version: v.ipvsadm,
-    });
-  });
+  app.all(['/', '//'], (_req, res) => sendFrameworkError(res, 405));
+  app.use(`/${API_VERSION}`, createV1Router(deps));
 
   app.use((_req: Request, res: Response) => sendFrameworkError(res, 404));
-  app.use((err: Error, _req: Request, res: Response, _next: NextFunction) => {
-    deps.log.error({ err: String(err) }, 'unhandled error');
-    sendFrameworkError(res, 500);
+  app.use((err: Error & { status?: number; type?: string }, req: Request, res: Response, _next: NextFunction) => {
+    const status = err.status && err.status >= 400 && err.status < 500 ? err.status : 500;
+    if (status === 500) deps.log.error({ err: String(err), stack: err.stack, path: req.originalUrl }, 'unhandled error');
+    sendFrameworkError(res, status);
   });
   return app;
 }

@@ -1,8 +1,8 @@
 // `amphora-agent serve [--config-file PATH]`: run the agent. Without a config
 // file it uses the built-in development configuration in ./.amphora-dev.
-import { readFile } from 'node:fs/promises';
 import { ensureDevSetup, type DevSetup } from '../config/dev-default.js';
-import { parseAgentConfig, type AgentConfig } from '../config/agent-config.js';
+import type { AgentConfig } from '../config/agent-config.js';
+import { ConfigStore } from '../config/store.js';
 import { buildEngine, packageVersion } from '../agent.js';
 import { createApp } from '../api/app.js';
 import { createMtlsServer } from '../api/tls-server.js';
@@ -38,7 +38,8 @@ export async function serve(args: string[]): Promise<void> {
     dev = await ensureDevSetup(DEV_DIR, process.getuid?.() === 0);
     configFile = dev.configFile;
   }
-  const config = parseAgentConfig(await readFile(configFile, 'utf8'));
+  const store = await ConfigStore.load(configFile);
+  const config = store.current;
   const log = rootLogger;
   if (config.debug) log.level = 'debug';
   await ensureHaproxy(config, dev !== null);
@@ -50,19 +51,25 @@ export async function serve(args: string[]): Promise<void> {
   const recovered = await engine.recover();
   if (recovered.length > 0) log.warn({ recovered }, 'finished interrupted applies');
 
+  // Package versions do not change while the agent runs; ask dpkg once.
+  const versions = Promise.all(['haproxy', 'keepalived', 'ipvsadm'].map(packageVersion)).then(([haproxy, keepalived, ipvsadm]) => ({
+    // Outside a Debian package (a custom haproxy_cmd) report the binary's own version.
+    haproxy: haproxy || caps.version, keepalived: keepalived!, ipvsadm: ipvsadm!,
+  }));
+  let reloadServerCertificate = async () => undefined as void;
   const app = createApp({
     log: log.child({ module: 'api' }),
-    async packageVersions() {
-      const [haproxy, keepalived, ipvsadm] = await Promise.all(['haproxy', 'keepalived', 'ipvsadm'].map(packageVersion));
-      // Outside a Debian package (a custom haproxy_cmd) report the binary's own version.
-      return { haproxy: haproxy || caps.version, keepalived: keepalived!, ipvsadm: ipvsadm! };
-    },
+    engine,
+    config: store,
+    packageVersions: () => versions,
+    reloadServerCertificate: () => reloadServerCertificate(),
   });
-  const { server } = await createMtlsServer({
+  const { server, reloadCertificate } = await createMtlsServer({
     serverPem: config.amphoraAgent.agentServerCert,
     clientCa: config.amphoraAgent.agentServerCa,
     minVersion: config.amphoraAgent.agentTlsProtocol,
   }, app);
+  reloadServerCertificate = reloadCertificate;
   server.requestTimeout = config.amphoraAgent.agentRequestReadTimeout * 1000;
   const host = config.haproxyAmphora.bindHost;
   const port = config.haproxyAmphora.bindPort;

@@ -26,7 +26,16 @@ export interface BackendInfo {
   loadServerState: 'global' | 'local' | 'none';
 }
 
+export interface FrontendInfo {
+  name: string;
+  /** `mode` of the frontend (haproxy's default is tcp). */
+  mode: 'http' | 'tcp';
+  /** A bind line terminates TLS with a crt-list (Octavia's TERMINATED_HTTPS). */
+  terminatesTls: boolean;
+}
+
 export interface ConfigInfo {
+  frontends: FrontendInfo[];
   backends: Map<string, BackendInfo>;
   /** Absolute path of the global server-state file, if configured. */
   serverStateFile: string | null;
@@ -90,6 +99,8 @@ interface DefaultsInfo {
 export function readConfig(text: string): ConfigInfo {
   const lines = text.split('\n');
   const backends = new Map<string, BackendInfo>();
+  const frontends: FrontendInfo[] = [];
+  let frontend: FrontendInfo | null = null;
   const namedDefaults = new Map<string, DefaultsInfo>();
   let lastDefaults: DefaultsInfo = { defaultServerChecked: false, loadServerState: null };
   let serverStateFile: string | null = null;
@@ -118,6 +129,11 @@ export function readConfig(text: string): ConfigInfo {
     if (SECTION_KEYWORDS.has(kw)) {
       closeProxy();
       section = kw;
+      frontend = null;
+      if (kw === 'frontend') {
+        frontend = { name: words[1] ?? '', mode: 'tcp', terminatesTls: false };
+        frontends.push(frontend);
+      }
       ownDefaultServerChecked = null;
       ownLoadState = null;
       if (kw === 'defaults') {
@@ -146,6 +162,11 @@ export function readConfig(text: string): ConfigInfo {
       if (kw === 'load-server-state-from-file') currentDefaults.loadServerState = asLoadState(words[1]);
       continue;
     }
+    if (frontend) {
+      if (kw === 'mode') frontend.mode = words[1] === 'http' ? 'http' : 'tcp';
+      if (kw === 'bind' && words.includes('ssl') && words.includes('crt-list')) frontend.terminatesTls = true;
+      continue;
+    }
     if (!current) continue;
     if (kw === 'default-server') ownDefaultServerChecked = hasCheck(words.slice(1), false);
     else if (kw === 'load-server-state-from-file') ownLoadState = asLoadState(words[1]);
@@ -170,7 +191,7 @@ export function readConfig(text: string): ConfigInfo {
   if (serverStateFile && !serverStateFile.startsWith('/') && serverStateBase) {
     serverStateFile = `${serverStateBase.replace(/\/+$/, '')}/${serverStateFile}`;
   }
-  return { backends, serverStateFile };
+  return { frontends, backends, serverStateFile };
 }
 
 function hasCheck(words: string[], inheritedCheck: boolean): boolean {

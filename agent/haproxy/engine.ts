@@ -151,6 +151,21 @@ export class HaproxyEngine {
     return exists(this.files(lbId).config);
   }
 
+  /** Load balancers with an accepted config, sorted by id. */
+  async loadBalancerIds(): Promise<string[]> {
+    const entries = await readdir(this.baseDir, { withFileTypes: true }).catch(() => []);
+    const ids: string[] = [];
+    for (const e of entries) {
+      if (e.isDirectory() && !e.name.startsWith('.') && (await exists(this.files(e.name).config))) ids.push(e.name);
+    }
+    return ids.sort();
+  }
+
+  /** The accepted config as stored, or null. */
+  acceptedConfig(lbId: string): Promise<string | null> {
+    return readTextIfExists(this.files(lbId).config);
+  }
+
   /**
    * At agent start: finish what a crash interrupted. A `.prev` beside the live
    * config means a reload was in flight. The master's reload counter tells

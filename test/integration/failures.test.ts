@@ -3,6 +3,7 @@
 // serving and the live config on disk is the one haproxy runs.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { loud } from '../helpers/hooks.js';
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -43,7 +44,7 @@ HAPROXIES.forEach((h, hIndex) => {
     members: members.map((m) => ({ id: m.name, address: m.address })),
   });
 
-  t.before(async () => {
+  t.before(loud(async () => {
     net = createTestNetwork();
     dir = await testDir('fail');
     bind = `${net.nsIp}:8080`;
@@ -54,7 +55,7 @@ HAPROXIES.forEach((h, hIndex) => {
     ]);
     await engine.apply(lbId, 'amp', config(1));
     await waitFor('members UP', async () => (await serverStates(engine, lbId)).every((s) => s.opState === 2));
-  });
+  }));
 
   t.after(async () => {
     await engine.stop(lbId).catch(() => undefined);

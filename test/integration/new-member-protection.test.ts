@@ -4,6 +4,7 @@
 // With protection switched off the same scenario must show the failure.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend, type BackendMode } from '../helpers/backend.js';
@@ -83,14 +84,14 @@ for (const h of HAPROXIES) {
   let dir: string;
   let existing: TestBackend[];
 
-  t.before(async () => {
+  t.before(loud(async () => {
     net = createTestNetwork();
     dir = await testDir('protect');
     existing = await Promise.all([
       new TestBackend('m1', net.hostIp, 19001).start(),
       new TestBackend('m2', net.hostIp, 19002).start(),
     ]);
-  });
+  }));
 
   t.after(async () => {
     await Promise.all(existing.map((m) => m.stop()));

@@ -2,6 +2,7 @@
 // requests; and with protection on, no healthy member ever leaves UP.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
@@ -22,7 +23,7 @@ for (const h of HAPROXIES) {
   let members: TestBackend[];
   let config: (generation: number) => string;
 
-  t.before(async () => {
+  t.before(loud(async () => {
     net = createTestNetwork();
     dir = await testDir('reload');
     engine = testEngine(h, dir, net.netns);
@@ -36,7 +37,7 @@ for (const h of HAPROXIES) {
     });
     await engine.apply(LB, AMP, config(0));
     await waitFor('both members UP', async () => (await serverStates(engine, LB)).every((s) => s.opState === 2));
-  });
+  }));
 
   t.after(async () => {
     await engine.stop(LB).catch(() => undefined);

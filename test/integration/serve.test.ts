@@ -3,6 +3,7 @@
 // and prints a curl line that works.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { loud } from '../helpers/hooks.js';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -14,13 +15,13 @@ const exec = promisify(execFile);
 let agent: ChildProcess;
 let output = '';
 
-test.before(async () => {
+test.before(loud(async () => {
   const cwd = await testDir('serve');
   agent = spawn(process.execPath, [MAIN, 'serve'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   agent.stdout!.on('data', (d) => { output += d; });
   agent.stderr!.on('data', (d) => { output += d; });
   await waitFor('the curl line', () => /curl .*\/1\.0\/info/.test(output), 30_000);
-});
+}));
 
 test.after(() => {
   agent.kill('SIGTERM');

@@ -1,0 +1,32 @@
+// The agent's configuration while it runs. PUT /1.0/config replaces the file
+// the agent was started with; the new settings take effect for whoever reads
+// them next (the heartbeat sender subscribes to changes).
+import { readFile } from 'node:fs/promises';
+import { writeFileAtomic } from '../system/files.js';
+import { parseAgentConfig, type AgentConfig } from './agent-config.js';
+
+export class ConfigStore {
+  private listeners: ((config: AgentConfig) => void)[] = [];
+
+  private constructor(readonly path: string, private config: AgentConfig) {}
+
+  static async load(path: string): Promise<ConfigStore> {
+    return new ConfigStore(path, parseAgentConfig(await readFile(path, 'utf8')));
+  }
+
+  get current(): AgentConfig {
+    return this.config;
+  }
+
+  /** Validate, then atomically replace the config file. Throws ConfigError for bad input. */
+  async replace(text: string): Promise<void> {
+    const next = parseAgentConfig(text);
+    await writeFileAtomic(this.path, text, 0o600);
+    this.config = next;
+    for (const l of this.listeners) l(next);
+  }
+
+  onChange(listener: (config: AgentConfig) => void): void {
+    this.listeners.push(listener);
+  }
+}

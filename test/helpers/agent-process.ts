@@ -1,0 +1,65 @@
+// A real agent process (`amphora-agent --config-file ...`) with test
+// certificates, a test namespace and one of the haproxy binaries, as an
+// Octavia worker would meet it on an amphora.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { issue, makeCa, type Ca, type Issued } from './certs.js';
+import type { HaproxyUnderTest } from './haproxies.js';
+import { waitFor } from './load.js';
+
+const MAIN = fileURLToPath(new URL('../../agent/main.js', import.meta.url));
+
+export interface AgentUnderTest {
+  process: ChildProcess;
+  port: number;
+  amphoraId: string;
+  basePath: string;
+  certDir: string;
+  configFile: string;
+  /** CA that signs the agent's server certificate (the controller's server_ca). */
+  serverCa: Ca;
+  /** CA the agent trusts for clients, and the controller's client certificate. */
+  clientCa: Ca;
+  client: Issued;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string, port: number): Promise<AgentUnderTest> {
+  const amphoraId = 'a1b2c3d4-0000-4000-8000-000000000001';
+  const pki = join(dir, 'pki');
+  mkdirSync(pki, { recursive: true });
+  const serverCa = makeCa(pki, 'server-ca');
+  const clientCa = makeCa(pki, 'client-ca');
+  const server = issue(serverCa, 'agent', { dnsName: amphoraId, usage: 'serverAuth' });
+  const client = issue(clientCa, 'controller', { usage: 'clientAuth' });
+  const basePath = join(dir, 'lib');
+  const certDir = join(basePath, 'certs');
+  const configFile = join(dir, 'amphora-agent.conf');
+  writeFileSync(configFile, [
+    '[haproxy_amphora]', `base_path = ${basePath}`, `base_cert_dir = ${certDir}`,
+    'bind_host = 127.0.0.1', `bind_port = ${port}`, `haproxy_cmd = ${h.command.join(' ')}`,
+    '[health_manager]', 'controller_ip_port_list =',
+    '[amphora_agent]', `agent_server_cert = ${server.pem}`, `agent_server_ca = ${clientCa.cert}`,
+    `amphora_id = ${amphoraId}`, 'process_manager = direct', `network_namespace = ${netns}`,
+    `agent_server_network_dir = ${join(dir, 'interfaces')}`, `systemd_unit_dir = ${join(dir, 'units')}`, '',
+  ].join('\n'));
+  let out = '';
+  const child = spawn(process.execPath, [MAIN, '--config-file', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.on('data', (d) => { out += d; });
+  child.stderr!.on('data', (d) => { out += d; });
+  await waitFor('the agent to listen', () => out.includes('API listening') || child.exitCode !== null, 30_000);
+  if (child.exitCode !== null) throw new Error(`agent exited: ${out}`);
+  return {
+    process: child, port, amphoraId, basePath, certDir, configFile, serverCa, clientCa, client,
+    output: () => out,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }
+    },
+  };
+}

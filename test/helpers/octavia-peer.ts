@@ -1,0 +1,51 @@
+// Octavia's own controller code (python3-octavia) as a test peer: the REST
+// client a worker uses, and its JinjaTemplater. See test/interop/octavia_peer.py.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const PEER = fileURLToPath(new URL('../../../test/interop/octavia_peer.py', import.meta.url));
+
+export interface PeerAnswer {
+  ok: boolean;
+  result?: unknown;
+  exception?: string;
+  message?: string;
+  trace?: string;
+}
+
+export class OctaviaPeer {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly answers: ((a: PeerAnswer) => void)[] = [];
+  stderr = '';
+
+  constructor() {
+    this.child = spawn('/usr/bin/python3', [PEER]);
+    this.child.stderr.on('data', (d) => { this.stderr += d; });
+    createInterface({ input: this.child.stdout }).on('line', (line) => this.answers.shift()?.(JSON.parse(line) as PeerAnswer));
+  }
+
+  request(op: string, args: unknown): Promise<PeerAnswer> {
+    return new Promise((resolve) => {
+      this.answers.push(resolve);
+      this.child.stdin.write(`${JSON.stringify({ op, args })}\n`);
+    });
+  }
+
+  /** Call a method of AmphoraAPIClient1_0 with the amphora as first argument; throws on a Python exception. */
+  async call(method: string, ...params: unknown[]): Promise<unknown> {
+    const a = await this.request('call', { method, params });
+    if (!a.ok) throw Object.assign(new Error(`${a.exception}: ${a.message}\n${a.trace ?? ''}`), { exception: a.exception });
+    return a.result;
+  }
+
+  /** Like call, but returns the Python exception class name (or null when none was raised). */
+  async callExpectingError(method: string, ...params: unknown[]): Promise<string | null> {
+    const a = await this.request('call', { method, params });
+    return a.ok ? null : a.exception!;
+  }
+
+  close(): void {
+    this.child.stdin.end();
+  }
+}

@@ -1,0 +1,158 @@
+// Interop: an unmodified Octavia controller client (python3-octavia's
+// AmphoraAPIClient1_0, configured through oslo.config as a worker is) drives
+// the agent through a realistic lifecycle, with configs rendered by Octavia's
+// JinjaTemplater, while real haproxy serves traffic through them.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { loud } from '../helpers/hooks.js';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { HAPROXIES, testDir } from '../helpers/haproxies.js';
+import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
+import { TestBackend } from '../helpers/backend.js';
+import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
+import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { OctaviaPeer } from '../helpers/octavia-peer.js';
+import { issue } from '../helpers/certs.js';
+
+const LB = '6f0cd6c0-0000-4000-8000-0000000000aa';
+const LISTENER = '6f0cd6c0-0000-4000-8000-0000000000bb';
+const POOL = '6f0cd6c0-0000-4000-8000-0000000000cc';
+const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+
+HAPROXIES.forEach((h, i) => {
+  const t = suite(`Octavia controller client (${h.label})`);
+  let net: TestNetwork;
+  let agent: AgentUnderTest;
+  let peer: OctaviaPeer;
+  let members: TestBackend[];
+  let haproxyVersion = '';
+  const url = () => `http://${net.nsIp}:8080/`;
+
+  const render = async (list: TestBackend[]) => {
+    const a = await peer.request('render', {
+      lb_id: LB, listener_id: LISTENER, pool_id: POOL, vip: net.nsIp, port: 8080, haproxy_version: haproxyVersion,
+      monitor: { delay: 1, timeout: 1, fall: 2, rise: 2, path: '/healthz' },
+      members: list.map((m) => ({ id: m.name, address: m.host, port: m.port })),
+    });
+    assert.ok(a.ok, `JinjaTemplater failed: ${a.message}`);
+    return a.result as string;
+  };
+
+  t.before(loud(async () => {
+    net = createTestNetwork();
+    const dir = await testDir('interop');
+    members = await Promise.all([
+      new TestBackend('m1', net.hostIp, 18201).start(),
+      new TestBackend('m2', net.hostIp, 18202).start(),
+    ]);
+    agent = await startAgent(h, dir, net.netns, 19443 + i);
+    peer = new OctaviaPeer();
+    const setup = await peer.request('setup', {
+      amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
+      overrides: {
+        haproxy_amphora: {
+          client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port,
+          base_path: agent.basePath, base_cert_dir: agent.certDir,
+          connection_max_retries: 3, connection_retry_interval: 1,
+        },
+      },
+    });
+    assert.ok(setup.ok, `setup: ${setup.message}`);
+  }));
+
+  t.after(async () => {
+    peer?.close();
+    await agent?.stop();
+    await Promise.all((members ?? []).map((m) => m.stop()));
+    net?.destroy();
+  });
+
+  t('discovery, info and details', async () => {
+    const version = await peer.call('get_api_version') as { api_version: string };
+    assert.is(version.api_version, '1.0');
+    const info = await peer.call('get_info') as Record<string, string>;
+    assert.match(info.haproxy_version!, /^\d+\.\d+/);
+    haproxyVersion = info.haproxy_version!.split('.').slice(0, 2).join('.');
+    const details = await peer.call('get_details') as Record<string, unknown>;
+    assert.is(details.cpu_count, (await import('node:os')).cpus().length);
+    const memory = details.memory as Record<string, number>;
+    assert.ok(memory.free! > 0 && memory.cached! >= 0 && memory.buffers! >= 0);
+    assert.type(details.active_tuned_profiles, 'string');
+  });
+
+  t('config rendered by JinjaTemplater: upload, reload (starts haproxy), traffic, listeners', async () => {
+    await peer.call('upload_config', LB, await render(members));
+    await peer.call('reload_listener', LB);
+    const load = new LoadGenerator(url(), 100).start();
+    await waitFor('traffic through the uploaded config', () => load.records.some((r) => r.status === 200), 10_000);
+    await load.stop();
+    const listeners = await peer.call('get_all_listeners');
+    assert.equal(listeners, [{ status: 'ACTIVE', uuid: LISTENER, type: 'HTTP' }]);
+    await peer.call('start_listener', LB);
+  });
+
+  t('certificates: upload, md5, delete', async () => {
+    const pem = readFileSync(agent.client.pem, 'utf8');
+    await peer.call('upload_cert_pem', LB, 'cert-1.pem', pem);
+    assert.is(await peer.call('get_cert_md5sum', LB, 'cert-1.pem'), md5(pem));
+    assert.ok(existsSync(join(agent.certDir, LB, 'cert-1.pem')));
+    await peer.call('delete_cert_pem', LB, 'cert-1.pem');
+    assert.is(await peer.call('get_cert_md5sum', LB, 'cert-1.pem', [404]), null);
+  });
+
+  t('an invalid config raises the same exception as with the Python agent; traffic keeps flowing', async () => {
+    const load = new LoadGenerator(url(), 200).start();
+    await sleep(200);
+    const exception = await peer.callExpectingError('upload_config', LB, (await render(members)).replace('balance roundrobin', 'balance nonsense'));
+    await sleep(200);
+    await load.stop();
+    assert.is(exception, 'InvalidRequest');
+    assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
+  });
+
+  t('a member added through the controller while not ready receives 0 requests under load', async () => {
+    const added = await new TestBackend('m3', net.hostIp, 18203, 'not-ready').start();
+    try {
+      const load = new LoadGenerator(url(), 250).start();
+      await sleep(300);
+      await peer.call('upload_config', LB, await render([...members, added]));
+      await peer.call('reload_listener', LB);
+      await sleep(3000);
+      const whileNotReady = added.requests;
+      await added.setMode('ready');
+      await waitFor('the added member to serve', () => added.firstServedAt !== null, 6000);
+      await sleep(200);
+      await load.stop();
+      assert.is(whileNotReady, 0, 'requests reached the member before it passed its checks');
+      assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
+    } finally {
+      await added.stop();
+    }
+  });
+
+  t('agent config update and server certificate rotation', async () => {
+    const conf = readFileSync(agent.configFile, 'utf8').replace('controller_ip_port_list =', 'controller_ip_port_list = 127.0.0.1:5555');
+    await peer.call('update_agent_config', conf);
+    assert.match(readFileSync(agent.configFile, 'utf8'), /controller_ip_port_list = 127\.0\.0\.1:5555/);
+    const rotated = issue(agent.serverCa, 'agent-rotated', { dnsName: agent.amphoraId, usage: 'serverAuth' });
+    await peer.call('update_cert_for_rotation', readFileSync(rotated.pem, 'utf8'));
+    // The next connection is served with the new certificate (and still verifies).
+    const info = await peer.call('get_info') as Record<string, string>;
+    assert.match(info.haproxy_version!, /^\d+\.\d+/);
+  });
+
+  t('delete: haproxy stops, the load balancer and its certificates are gone', async () => {
+    await peer.call('upload_cert_pem', LB, 'cert-2.pem', 'x');
+    await peer.call('delete_listener', LB);
+    assert.equal(await peer.call('get_all_listeners'), []);
+    assert.not.ok(existsSync(join(agent.basePath, LB)));
+    assert.not.ok(existsSync(join(agent.certDir, LB)));
+    const res = await fetch(url()).then(() => 'answered', () => 'refused');
+    assert.is(res, 'refused');
+    await peer.call('delete_listener', LB);
+  });
+
+  t.run();
+});
