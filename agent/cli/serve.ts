@@ -86,7 +86,13 @@ export async function serve(args: string[]): Promise<void> {
     );
   }
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    // haproxy keeps running: it is supervised per load balancer, not tied to the API process.
-    process.on(sig, () => server.close(() => process.exit(0)));
+    // haproxy keeps running: it is supervised per load balancer, not tied to
+    // the API process. Keep-alive connections (the controller's session) are
+    // closed rather than waited for.
+    process.on(sig, () => {
+      server.close(() => process.exit(0));
+      server.closeAllConnections();
+      setTimeout(() => process.exit(0), 2000).unref();
+    });
   }
 }

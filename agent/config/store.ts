@@ -3,7 +3,7 @@
 // them next (the heartbeat sender subscribes to changes).
 import { readFile } from 'node:fs/promises';
 import { writeFileAtomic } from '../system/files.js';
-import { parseAgentConfig, type AgentConfig } from './agent-config.js';
+import { ConfigError, parseAgentConfig, type AgentConfig } from './agent-config.js';
 
 export class ConfigStore {
   private listeners: ((config: AgentConfig) => void)[] = [];
@@ -20,6 +20,12 @@ export class ConfigStore {
 
   /** Validate, then atomically replace the config file. Throws ConfigError for bad input. */
   async replace(text: string): Promise<void> {
+    // An INI parser accepts almost any text; a config the agent could not
+    // restart with must not replace the one it runs with.
+    if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/.test(text)) throw new ConfigError('the configuration contains control characters');
+    for (const section of ['haproxy_amphora', 'amphora_agent']) {
+      if (!new RegExp(`^\\s*\\[${section}\\]\\s*$`, 'm').test(text)) throw new ConfigError(`the configuration has no [${section}] section`);
+    }
     const next = parseAgentConfig(text);
     await writeFileAtomic(this.path, text, 0o600);
     this.config = next;

@@ -2,7 +2,8 @@
 // version number: the init-state startup fix was backported to some 3.2/3.3
 // releases and not others, so the probe starts a throwaway haproxy and looks.
 import { execa } from 'execa';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { isProcessAlive } from '../system/proc.js';
 import { join } from 'node:path';
 import { run } from '../system/exec.js';
 import { ensureDir, removeTree } from '../system/files.js';
@@ -48,6 +49,7 @@ export async function probeHaproxy(command: string[], workDir: string): Promise<
   }
   const version = `${m[1]}.${m[2]}${m[3]}`;
   await ensureDir(workDir, 0o700);
+  await removeAbandonedProbes(workDir);
   const dir = await mkdtemp(join(workDir, 'probe-'));
   try {
     const initStateAccepted = await acceptsInitState(command, dir);
@@ -61,6 +63,20 @@ export async function probeHaproxy(command: string[], workDir: string): Promise<
       ...live,
     };
   } finally {
+    await removeTree(dir);
+  }
+}
+
+/** Stop throwaway haproxy processes of probes an agent crash left behind, and remove their files. */
+async function removeAbandonedProbes(workDir: string): Promise<void> {
+  for (const name of await readdir(workDir).catch(() => [] as string[])) {
+    if (!name.startsWith('probe-')) continue;
+    const dir = join(workDir, name);
+    const [pid, owner] = (await readFile(join(dir, 'pid'), 'utf8').catch(() => '')).split(' ').map(Number);
+    // Another live agent process may be probing right now: leave its probe alone.
+    if (owner && (await isProcessAlive(owner))) continue;
+    const cmdline = pid ? await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '') : '';
+    if (pid && cmdline.includes(dir)) process.kill(pid, 'SIGKILL');
     await removeTree(dir);
   }
 }
@@ -88,6 +104,8 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
   const child = execa(command[0]!, [...command.slice(1), '-W', '-db', '-f', cfg, '-S', sock], {
     reject: false, stdin: 'ignore', stdout: 'ignore', stderr: 'pipe',
   });
+  // Recorded so that a probe orphaned by an agent crash is stopped by the next probe.
+  if (child.pid) await writeFile(join(dir, 'pid'), `${child.pid} ${process.pid}`);
   try {
     const deadline = Date.now() + 10_000;
     for (;;) {

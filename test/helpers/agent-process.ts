@@ -47,7 +47,10 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
     `agent_server_network_dir = ${join(dir, 'interfaces')}`, `systemd_unit_dir = ${join(dir, 'units')}`, '',
   ].join('\n'));
   let out = '';
-  const child = spawn(process.execPath, [MAIN, '--config-file', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Info level: readiness is read from the "API listening" log line.
+  const child = spawn(process.execPath, [MAIN, '--config-file', configFile], {
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, AMPHORA_AGENT_LOG_LEVEL: 'info' },
+  });
   child.stdout!.on('data', (d) => { out += d; });
   child.stderr!.on('data', (d) => { out += d; });
   await waitFor('the agent to listen', () => out.includes('API listening') || child.exitCode !== null, 30_000);

@@ -200,7 +200,11 @@ export function createV1Router(deps: V1Deps): Router {
   r.put('/certificate', raw, async (req, res) => {
     const pem = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
     try {
-      // Refuse what would break the API for every later connection.
+      // Refuse what would break the API for every later connection: the body
+      // must hold a certificate and the private key that matches it.
+      if (!/-----BEGIN CERTIFICATE-----/.test(pem) || !/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(pem)) {
+        throw new Error('no certificate or no private key found');
+      }
       createSecureContext({ cert: pem, key: pem });
     } catch (err) {
       return sendMessage(res, 400, 'Invalid certificate', `expected a PEM certificate followed by its private key: ${(err as Error).message}`);
