@@ -2,6 +2,7 @@
 // parameters, call one domain function, map its result or typed error to the
 // status code and body Octavia's agent would send.
 import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
 import { createSecureContext } from 'node:tls';
 import { join } from 'node:path';
 import express, { type Request, type Response, type Router } from 'express';
@@ -15,6 +16,7 @@ import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } 
 import type { Logger } from '../../log.js';
 import { sendFrameworkError, sendJson, sendMessage } from '../errors.js';
 import { isObjectId, isPemFilename } from '../params.js';
+import { registerNetworkRoutes } from './network.js';
 
 export interface V1Deps {
   engine: HaproxyEngine;
@@ -66,7 +68,7 @@ export function createV1Router(deps: V1Deps): Router {
   r.get('/info', async (_req, res) => {
     const v = await deps.packageVersions();
     sendJson(res, 200, {
-      hostname: (await import('node:os')).hostname(),
+      hostname: hostname(),
       haproxy_version: v.haproxy,
       api_version: '1.0',
       keepalived_version: v.keepalived,
@@ -214,8 +216,18 @@ export function createV1Router(deps: V1Deps): Router {
     sendMessage(res, 202, 'OK');
   });
 
+  registerNetworkRoutes(r, () => {
+    const c = deps.config.current;
+    return {
+      netns: c.amphoraAgent.networkNamespace || 'amphora-haproxy',
+      networkDir: c.amphoraAgent.agentServerNetworkDir,
+      basePath: c.haproxyAmphora.basePath,
+      topology: c.controllerWorker.loadbalancerTopology,
+    };
+  });
+
   // A known path with another method is 405, as Flask answers.
-  r.all([
+  r.all(['/plug/vip/:vip', '/plug/network', '/interface/:ip',
     '/info', '/details', '/listeners', '/config', '/certificate', '/listeners/:objectId',
     '/loadbalancer/:amphoraId/:lbId/haproxy', '/loadbalancer/:objectId/:action',
     '/loadbalancer/:lbId/certificates/:filename',

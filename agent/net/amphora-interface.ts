@@ -1,0 +1,62 @@
+// Brings an interface of the amphora namespace to what its interface file
+// says (Octavia's `amphora-interface up`): link up with its MTU, addresses,
+// routes and policy rules, adding what is missing and removing stale static
+// addresses. Every change is an `ip` command run through system/.
+import { run } from '../system/exec.js';
+import { explode, ipFamily } from './ip.js';
+import type { InterfaceFile } from './interface-file.js';
+
+export class InterfaceError extends Error {}
+
+async function ip(netns: string, args: string[]): Promise<string> {
+  const res = await run(['ip', '-n', netns, ...args]);
+  if (res.exitCode !== 0) throw new InterfaceError(`ip ${args.join(' ')}: ${res.output.trim()}`);
+  return res.stdout;
+}
+
+interface AddrInfo {
+  family: 'inet' | 'inet6';
+  local: string;
+  prefixlen: number;
+  scope: string;
+  dynamic?: boolean;
+}
+
+export async function interfaceUp(netns: string, file: InterfaceFile): Promise<void> {
+  const dev = file.name;
+  await ip(netns, ['link', 'set', 'dev', dev, ...(file.mtu ? ['mtu', String(file.mtu)] : []), 'up']);
+
+  const wanted = file.addresses.filter((a) => a.address && a.octavia_owned !== false);
+  const keepalivedOwned = new Set(file.addresses.filter((a) => a.octavia_owned === false).map((a) => explode(a.address!)));
+  const current = (JSON.parse(await ip(netns, ['-j', 'addr', 'show', 'dev', dev])) as { addr_info: AddrInfo[] }[])[0]?.addr_info ?? [];
+  const has = (addr: string, len: number) => current.some((c) => explode(c.local) === addr && c.prefixlen === len);
+  // Stale addresses go first: deleting a subnet's primary address also deletes
+  // the secondaries added after it (seen when a fixed IP is replaced).
+  for (const c of current) {
+    const addr = explode(c.local);
+    const listed = wanted.some((a) => a.address === addr && a.prefixlen === c.prefixlen);
+    if (c.scope === 'global' && !c.dynamic && !listed && !keepalivedOwned.has(addr)) {
+      await ip(netns, ['addr', 'del', `${c.local}/${c.prefixlen}`, 'dev', dev]);
+    }
+  }
+  for (const a of wanted) {
+    // nodad: the address is ours (Neutron allocated it); do not wait for duplicate detection.
+    if (!has(a.address!, a.prefixlen!)) {
+      await ip(netns, ['addr', 'add', `${a.address}/${a.prefixlen}`, 'dev', dev, ...(ipFamily(a.address!) === 6 ? ['nodad'] : [])]);
+    }
+  }
+
+  for (const r of file.routes) {
+    const fam = ipFamily(r.dst.split('/')[0]!) === 6 ? '-6' : '-4';
+    await ip(netns, [fam, 'route', 'replace', r.dst, ...(r.gateway ? ['via', r.gateway] : []), 'dev', dev,
+      ...(r.flags?.includes('onlink') ? ['onlink'] : []), ...(r.table ? ['table', String(r.table)] : []),
+      ...(r.prefsrc ? ['src', r.prefsrc] : []), ...(r.scope ? ['scope', r.scope] : []), 'proto', 'static']);
+  }
+
+  for (const rule of file.rules) {
+    const fam = ipFamily(rule.src) === 6 ? '-6' : '-4';
+    const existing = JSON.parse(await ip(netns, [fam, '-j', 'rule', 'show'])) as { src?: string; srclen?: number; table?: string }[];
+    const present = existing.some((e) => e.src && explode(e.src) === explode(rule.src) && e.srclen === rule.src_len && e.table === String(rule.table));
+    if (!present) await ip(netns, [fam, 'rule', 'add', 'from', `${rule.src}/${rule.src_len}`, 'table', String(rule.table), 'priority', '100']);
+  }
+}

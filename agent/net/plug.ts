@@ -1,0 +1,114 @@
+// Plugging NICs into the amphora namespace (POST /1.0/plug/vip and
+// /1.0/plug/network): find the hot-plugged link by MAC, write its interface
+// file, move and rename it into the namespace, and bring it up.
+import { join } from 'node:path';
+import { run } from '../system/exec.js';
+import { ensureDir, exists, readTextIfExists, writeFileAtomic } from '../system/files.js';
+import { ensureNetns } from '../system/netns.js';
+import { interfaceUp } from './amphora-interface.js';
+import {
+  backendInterfaceFile, vipInterfaceFile, type FixedIp, type InterfaceFile, type VipSubnet,
+} from './interface-file.js';
+import { sameIp } from './ip.js';
+
+export interface PlugSettings {
+  netns: string;
+  /** agent_server_network_dir: where interface files go. */
+  networkDir: string;
+  /** base_path: holds plugged_interfaces. */
+  basePath: string;
+  topology: 'SINGLE' | 'ACTIVE_STANDBY';
+}
+
+interface Link {
+  ifname: string;
+  address?: string;
+}
+
+async function links(netns: string | null): Promise<Link[]> {
+  const res = await run(['ip', ...(netns ? ['-n', netns] : []), '-j', 'link', 'show']);
+  return res.exitCode === 0 ? (JSON.parse(res.stdout) as Link[]) : [];
+}
+
+/** The NIC is not visible yet (hot-plug still in progress): the controller retries on this exact text. */
+export class InterfaceNotFoundError extends Error {}
+export class InterfaceExistsError extends Error {}
+
+export async function findLinkByMac(netns: string | null, mac: string): Promise<string | null> {
+  return (await links(netns)).find((l) => l.address === mac)?.ifname ?? null;
+}
+
+async function rememberPlugged(settings: PlugSettings, mac: string, ifname: string): Promise<void> {
+  const path = join(settings.basePath, 'plugged_interfaces');
+  const text = (await readTextIfExists(path)) ?? '';
+  if (text.split('\n').some((l) => l.split(' ')[0] === mac)) return;
+  await writeFileAtomic(path, `${text}${mac} ${ifname}\n`, 0o644);
+}
+
+async function writeInterfaceFile(settings: PlugSettings, file: InterfaceFile): Promise<void> {
+  await ensureDir(settings.networkDir, 0o755);
+  await writeFileAtomic(join(settings.networkDir, `${file.name}.json`), JSON.stringify(file, null, 2), 0o644);
+}
+
+/** Move a link from the agent's namespace into the amphora namespace under a new name. */
+async function moveIntoNamespace(settings: PlugSettings, mac: string, ifname: string): Promise<void> {
+  const current = await findLinkByMac(null, mac);
+  if (!current) {
+    // A PCI rescan makes a hot-plugged NIC appear on some hypervisors; only where the file exists.
+    if (await exists('/sys/bus/pci/rescan')) await writeFileAtomic('/sys/bus/pci/rescan', '1').catch(() => undefined);
+    throw new InterfaceNotFoundError('No suitable network interface found');
+  }
+  for (const cmd of [['ip', 'link', 'set', 'dev', current, 'down'], ['ip', 'link', 'set', 'dev', current, 'netns', settings.netns],
+    ['ip', '-n', settings.netns, 'link', 'set', 'dev', current, 'name', ifname]]) {
+    const res = await run(cmd);
+    if (res.exitCode !== 0) throw new Error(`${cmd.join(' ')}: ${res.output.trim()}`);
+  }
+}
+
+export async function plugVip(settings: PlugSettings, body: {
+  vips: VipSubnet[]; mac: string; vrrpIp: string | null; mtu: number | null; isSriov: boolean | null;
+}): Promise<string> {
+  await ensureNetns(settings.netns);
+  if (await findLinkByMac(settings.netns, body.mac)) throw new InterfaceExistsError('Interface already exists');
+  const file = vipInterfaceFile({
+    name: 'eth1', vips: body.vips, vrrpIp: body.vrrpIp, fixedIps: [], topology: settings.topology, mtu: body.mtu, isSriov: body.isSriov,
+  });
+  await moveIntoNamespace(settings, body.mac, 'eth1');
+  await writeInterfaceFile(settings, file);
+  await rememberPlugged(settings, body.mac, 'eth1');
+  await interfaceUp(settings.netns, file);
+  return 'eth1';
+}
+
+export async function plugNetwork(settings: PlugSettings, body: {
+  mac: string; fixedIps: FixedIp[]; mtu: number | null; isSriov: boolean | null;
+  vip: { vips: VipSubnet[]; vrrpIp: string | null } | null;
+}): Promise<{ ifname: string; updated: boolean }> {
+  await ensureNetns(settings.netns);
+  const existing = await findLinkByMac(settings.netns, body.mac);
+  const ifname = existing ?? (await firstFreeName(settings.netns));
+  const file = body.vip
+    ? vipInterfaceFile({ name: ifname, vips: body.vip.vips, vrrpIp: body.vip.vrrpIp, fixedIps: body.fixedIps, topology: settings.topology, mtu: body.mtu, isSriov: body.isSriov })
+    : backendInterfaceFile({ name: ifname, fixedIps: body.fixedIps, mtu: body.mtu, isSriov: body.isSriov });
+  if (!existing) await moveIntoNamespace(settings, body.mac, ifname);
+  await writeInterfaceFile(settings, file);
+  await rememberPlugged(settings, body.mac, ifname);
+  await interfaceUp(settings.netns, file);
+  return { ifname, updated: existing !== null };
+}
+
+/** The first ethN (N >= 2) not used in the namespace; eth0 is the management NIC, eth1 the VIP. */
+async function firstFreeName(netns: string): Promise<string> {
+  const used = new Set((await links(netns)).map((l) => l.ifname));
+  for (let n = 2; ; n++) if (!used.has(`eth${n}`)) return `eth${n}`;
+}
+
+/** The interface of the amphora namespace that holds this address, or null. */
+export async function interfaceWithAddress(netns: string, address: string): Promise<string | null> {
+  const res = await run(['ip', '-n', netns, '-j', 'addr', 'show']);
+  if (res.exitCode !== 0) return null;
+  for (const link of JSON.parse(res.stdout) as { ifname: string; addr_info: { local: string }[] }[]) {
+    if (link.addr_info.some((a) => sameIp(a.local, address))) return link.ifname;
+  }
+  return null;
+}

@@ -1,0 +1,113 @@
+// plug vip, plug network and interface lookup for real, driven by Octavia's
+// own client: a veth end stands for the hot-plugged Neutron port, the agent
+// moves it into the amphora namespace and configures it; `ip -n` shows it.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { loud } from '../helpers/hooks.js';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { HAPROXIES, testDir } from '../helpers/haproxies.js';
+import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
+import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { OctaviaPeer } from '../helpers/octavia-peer.js';
+
+let amp: TestNetwork;
+let tenant: TestNetwork;
+let agent: AgentUnderTest;
+let peer: OctaviaPeer;
+let dir: string;
+const VIP_MAC = '02:00:00:aa:bb:01';
+const MEMBER_MAC = '02:00:00:aa:bb:02';
+
+const sh = (...args: string[]) => execFileSync(args[0]!, args.slice(1), { encoding: 'utf8' });
+const ipn = (...args: string[]) => sh('ip', '-n', amp.netns, ...args);
+
+/** A "hot-plugged port": a veth whose one end (with the port's MAC) is in the default namespace. */
+function hotplug(name: string, mac: string, peerAddress: string): void {
+  sh('ip', 'link', 'add', name, 'address', mac, 'type', 'veth', 'peer', 'name', `${name}p`);
+  sh('ip', 'link', 'set', `${name}p`, 'netns', tenant.netns);
+  sh('ip', '-n', tenant.netns, 'addr', 'add', peerAddress, 'dev', `${name}p`);
+  sh('ip', '-n', tenant.netns, 'link', 'set', `${name}p`, 'up');
+}
+
+test.before(loud(async () => {
+  amp = createTestNetwork();
+  tenant = createTestNetwork();
+  dir = await testDir('network');
+  agent = await startAgent(HAPROXIES[0]!, dir, amp.netns, 19643);
+  peer = new OctaviaPeer();
+  const setup = await peer.request('setup', {
+    amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
+    overrides: { haproxy_amphora: {
+      client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port,
+      connection_max_retries: 2, connection_retry_interval: 1,
+    } },
+  });
+  assert.ok(setup.ok, setup.message);
+  hotplug('aatvip0', VIP_MAC, '10.77.0.1/24');
+  hotplug('aatmem0', MEMBER_MAC, '10.88.0.1/24');
+}));
+
+test.after(async () => {
+  peer?.close();
+  await agent?.stop();
+  for (const l of ['aatvip0', 'aatmem0']) {
+    try {
+      execFileSync('ip', ['link', 'del', l], { stdio: 'ignore' });
+    } catch {
+      // moved into the amphora namespace: gone with it
+    }
+  }
+  amp?.destroy();
+  tenant?.destroy();
+});
+
+test('plug vip: the port becomes eth1 in the namespace with VRRP address, VIP, routes and the VIP rule', async () => {
+  await peer.call('plug_vip', '10.77.0.10', {
+    subnet_cidr: '10.77.0.0/24', gateway: '10.77.0.1', mac_address: VIP_MAC, vrrp_ip: '10.77.0.5', mtu: 1450,
+    host_routes: [{ destination: '192.0.2.0/24', nexthop: '10.77.0.254' }], additional_vips: [],
+  });
+  const addr = ipn('addr', 'show', 'dev', 'eth1');
+  assert.match(addr, /mtu 1450/);
+  assert.match(addr, /inet 10\.77\.0\.5\/24/);
+  assert.match(addr, /inet 10\.77\.0\.10\/32/);
+  assert.match(addr, new RegExp(`link/ether ${VIP_MAC}`));
+  assert.match(ipn('route', 'show', 'table', '1'), /default via 10\.77\.0\.1 dev eth1/);
+  assert.match(ipn('route', 'show'), /192\.0\.2\.0\/24 via 10\.77\.0\.254 dev eth1/);
+  assert.match(ipn('rule', 'show'), /from 10\.77\.0\.10 lookup 1/);
+  const file = JSON.parse(readFileSync(join(dir, 'interfaces', 'eth1.json'), 'utf8')) as { if_type: string };
+  assert.is(file.if_type, 'vip');
+  assert.match(readFileSync(join(agent.basePath, 'plugged_interfaces'), 'utf8'), new RegExp(`^${VIP_MAC} eth1$`, 'm'));
+  sh('ip', 'netns', 'exec', amp.netns, 'ping', '-c', '1', '-W', '2', '10.77.0.1');
+});
+
+test('plug vip again: 409, which the controller turns into Conflict; an unknown MAC: 404 that the controller retries', async () => {
+  const again = await peer.callExpectingError('plug_vip', '10.77.0.10', {
+    subnet_cidr: '10.77.0.0/24', gateway: '10.77.0.1', mac_address: VIP_MAC, vrrp_ip: '10.77.0.5',
+  });
+  assert.is(again, 'Conflict');
+  const missing = await peer.callExpectingError('plug_vip', '10.77.0.11', {
+    subnet_cidr: '10.77.0.0/24', gateway: null, mac_address: '02:00:00:ff:ff:ff',
+  });
+  assert.is(missing, 'TimeOutException');
+});
+
+test('interface lookup by address', async () => {
+  assert.equal(await peer.call('get_interface', '10.77.0.10'), { message: 'OK', interface: 'eth1' });
+  assert.is(await peer.callExpectingError('get_interface', '10.99.9.9'), 'NotFound');
+});
+
+test('plug network: a member port becomes eth2 with its fixed IP; plugging it again updates it', async () => {
+  const port = { mac_address: MEMBER_MAC, fixed_ips: [{ ip_address: '10.88.0.5', subnet_cidr: '10.88.0.0/24', host_routes: [] }], mtu: 1500 };
+  await peer.call('plug_network', port);
+  assert.match(ipn('addr', 'show', 'dev', 'eth2'), /inet 10\.88\.0\.5\/24/);
+  sh('ip', 'netns', 'exec', amp.netns, 'ping', '-c', '1', '-W', '2', '10.88.0.1');
+  await peer.call('plug_network', { ...port, fixed_ips: [{ ip_address: '10.88.0.6', subnet_cidr: '10.88.0.0/24', host_routes: [] }] });
+  const addr = ipn('addr', 'show', 'dev', 'eth2');
+  assert.match(addr, /inet 10\.88\.0\.6\/24/);
+  assert.not.match(addr, /10\.88\.0\.5/, 'the old fixed IP was not removed');
+  assert.ok(existsSync(join(dir, 'interfaces', 'eth2.json')));
+});
+
+test.run();
