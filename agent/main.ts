@@ -2,10 +2,13 @@
 // amphora-agent command line. `amphora-agent --config-file PATH` (Octavia's
 // form) is the same as `amphora-agent serve --config-file PATH`.
 import { serve } from './cli/serve.js';
+import { vrrpCheck } from './cli/vrrp-check.js';
 
 const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
   serve       run the agent (default); without --config-file, a development
               configuration is created in ./.amphora-dev
+  haproxy-vrrp-check SOCKET...
+              keepalived's check: exit 0 when every haproxy stats socket answers
   render, check, heartbeat: not yet available (see the open issues)`;
 
 async function main(argv: string[]): Promise<void> {
@@ -17,6 +20,9 @@ async function main(argv: string[]): Promise<void> {
   switch (first) {
     case 'serve':
       return serve(rest);
+    case 'haproxy-vrrp-check':
+      process.exitCode = await vrrpCheck(rest);
+      return;
     case 'help':
       return void console.log(USAGE);
     default:

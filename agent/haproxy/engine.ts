@@ -63,6 +63,11 @@ export class HaproxyEngine {
     this.baseDir = resolve(opts.baseDir);
   }
 
+  /** Who runs haproxy (and, for consistency, keepalived): systemd units or the agent itself. */
+  get processManager(): 'direct' | 'systemd' {
+    return this.opts.supervisor.kind;
+  }
+
   capabilities(): Promise<HaproxyCapabilities> {
     return haproxyCapabilities(this.opts.haproxyCommand, join(this.baseDir, '.probe'));
   }

@@ -11,6 +11,7 @@ import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
+import { waitFor } from '../helpers/load.js';
 
 let amp: TestNetwork;
 let tenant: TestNetwork;
@@ -108,6 +109,63 @@ test('plug network: a member port becomes eth2 with its fixed IP; plugging it ag
   assert.match(addr, /inet 10\.88\.0\.6\/24/);
   assert.not.match(addr, /10\.88\.0\.5/, 'the old fixed IP was not removed');
   assert.ok(existsSync(join(dir, 'interfaces', 'eth2.json')));
+});
+
+test('VRRP: upload and start through the controller; keepalived takes the VIP on eth1; stop releases it', async () => {
+  const config = [
+    'vrrp_instance test_vrrp {',
+    '    state BACKUP',
+    '    interface eth1',
+    '    virtual_router_id 77',
+    '    priority 100',
+    '    nopreempt',
+    '    accept',
+    '    garp_master_refresh 5',
+    '    advert_int 1',
+    '    authentication {',
+    '        auth_type PASS',
+    '        auth_pass 0123456',
+    '    }',
+    '    unicast_src_ip 10.77.0.5',
+    '    unicast_peer {',
+    '        10.77.0.6',
+    '    }',
+    '    virtual_ipaddress {',
+    '        10.77.0.20',
+    '    }',
+    '}',
+    '',
+  ].join('\n');
+  await peer.call('upload_vrrp_config', config);
+  assert.is(readFileSync(join(agent.basePath, 'vrrp', 'octavia-keepalived.conf'), 'utf8'), config);
+  assert.ok(existsSync(join(agent.basePath, 'vrrp', 'check_script.sh')));
+  await peer.call('start_vrrp');
+  await waitFor('keepalived to take the VIP', () => /10\.77\.0\.20\/32/.test(ipn('addr', 'show', 'dev', 'eth1')), 15_000, 200);
+  await peer.call('start_vrrp'); // a start on a running keepalived is a reload
+  await peer.call('stop_vrrp');
+  await waitFor('the VIP to be released', () => !/10\.77\.0\.20/.test(ipn('addr', 'show', 'dev', 'eth1')), 10_000, 200);
+});
+
+test('LVS listener: upload, listed as UDP, start reports the kernel lacking IPVS, delete', async () => {
+  const listener = '7a7a7a7a-0000-4000-8000-000000000001';
+  const config = [
+    'global_defs {', '    router_id udp_1', '}',
+    'virtual_server_group ipv4-group {', '    10.77.0.10 5353', '}',
+    'virtual_server group ipv4-group {', '    lb_algo wrr', '    lb_kind NAT', '    protocol UDP',
+    '    real_server 10.88.0.1 5353 {', '        weight 1', '    }', '}', '',
+  ].join('\n');
+  await peer.call('upload_udp_config', listener, config);
+  const listeners = await peer.call('get_all_listeners') as { uuid: string; type: string; status: string }[];
+  assert.equal(listeners.find((l) => l.uuid === listener), { status: 'OFFLINE', uuid: listener, type: 'UDP' });
+  // This machine's kernel has no IP_VS: keepalived exits right after forking,
+  // and the agent reports that instead of claiming success.
+  const started = await peer.callExpectingError('start_listener', listener);
+  const ipvs = execFileSync('sh', ['-c', `ip netns exec ${amp.netns} ipvsadm -Ln 2>&1 || true`], { encoding: 'utf8' });
+  if (/Protocol not available|Can't initialize ipvs/.test(ipvs)) assert.is(started, 'InternalServerError');
+  else assert.is(started, null);
+  await peer.call('delete_listener', listener);
+  assert.not.ok(existsSync(join(agent.basePath, 'lvs', `octavia-keepalivedlvs-${listener}.conf`)));
+  assert.is(await peer.callExpectingError('start_listener', listener), 'NotFound');
 });
 
 test.run();

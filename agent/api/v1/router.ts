@@ -17,6 +17,9 @@ import type { Logger } from '../../log.js';
 import { sendFrameworkError, sendJson, sendMessage } from '../errors.js';
 import { isObjectId, isPemFilename } from '../params.js';
 import { registerNetworkRoutes } from './network.js';
+import { lvsAction, lvsDelete, registerKeepalivedRoutes, type KeepalivedDeps } from './keepalived.js';
+import { KeepalivedFailedError, keepalivedPid } from '../../keepalived/process.js';
+import { lvsInstance, lvsListenerIds, lvsStatus } from '../../keepalived/service.js';
 
 export interface V1Deps {
   engine: HaproxyEngine;
@@ -85,10 +88,14 @@ export function createV1Router(deps: V1Deps): Router {
       if ((await engine.status(lb)).running) running++;
       for (const f of readConfig((await engine.acceptedConfig(lb)) ?? '').frontends) frontends.add(f.name);
     }
+    const base = keepalived.basePath();
+    const lvsIds = await lvsListenerIds(base);
+    let lvsRunning = 0;
+    for (const id of lvsIds) if (await keepalivedPid(lvsInstance(base, id))) lvsRunning++;
     sendJson(res, 200, await collectDetails({
       haproxyVersion: v.haproxy, keepalivedVersion: v.keepalived, ipvsadmVersion: v.ipvsadm,
       netns: deps.config.current.amphoraAgent.networkNamespace || null,
-      haproxyCount: running, listeners: [...frontends].sort(), lvsListenerProcessCount: 0,
+      haproxyCount: running, listeners: [...new Set([...frontends, ...lvsIds])].sort(), lvsListenerProcessCount: lvsRunning,
     }));
   });
 
@@ -98,6 +105,12 @@ export function createV1Router(deps: V1Deps): Router {
       for (const f of readConfig((await engine.acceptedConfig(lb)) ?? '').frontends) {
         out.push({ status: 'ACTIVE', uuid: f.name, type: f.terminatesTls ? 'TERMINATED_HTTPS' : f.mode.toUpperCase() });
       }
+    }
+    const base = keepalived.basePath();
+    for (const id of await lvsListenerIds(base)) {
+      const text = (await readTextIfExists(lvsInstance(base, id).config)) ?? '';
+      // Octavia reports every LVS listener as UDP, SCTP included.
+      out.push({ status: await lvsStatus(base, id, text), uuid: id, type: 'UDP' });
     }
     sendJson(res, 200, out);
   });
@@ -128,7 +141,11 @@ export function createV1Router(deps: V1Deps): Router {
       return sendMessage(res, 400, 'Invalid Request', `Unknown action: ${req.params.action}`);
     }
     const lbId = req.params.objectId as string;
-    if (!isObjectId(lbId) || !(await engine.exists(lbId))) return lbNotFound(res, lbId);
+    if (!isObjectId(lbId)) return lbNotFound(res, lbId);
+    if (!(await engine.exists(lbId))) {
+      if (await lvsAction(keepalived, res, lbId, action)) return;
+      return lbNotFound(res, lbId);
+    }
     try {
       if (action === 'stop') {
         await engine.stop(lbId);
@@ -149,6 +166,15 @@ export function createV1Router(deps: V1Deps): Router {
   r.delete('/listeners/:objectId', async (req, res) => {
     const lbId = req.params.objectId as string;
     if (!isObjectId(lbId)) return sendMessage(res, 200, 'OK');
+    if (!(await engine.exists(lbId))) {
+      try {
+        await lvsDelete(keepalived, lbId);
+      } catch (err) {
+        if (err instanceof KeepalivedFailedError) return sendMessage(res, 500, 'Error stopping keepalivedlvs', err.output);
+        throw err;
+      }
+      return sendMessage(res, 200, 'OK');
+    }
     try {
       await engine.delete(lbId);
     } catch (err) {
@@ -216,6 +242,19 @@ export function createV1Router(deps: V1Deps): Router {
     sendMessage(res, 202, 'OK');
   });
 
+  const keepalived: KeepalivedDeps = {
+    basePath: () => deps.config.current.haproxyAmphora.basePath,
+    settings: () => {
+      const c = deps.config.current;
+      return {
+        netns: c.amphoraAgent.networkNamespace || null, logFacility: c.amphoraAgent.administrativeLogFacility,
+        processManager: engine.processManager, unitDir: c.amphoraAgent.systemdUnitDir,
+      };
+    },
+    lbSockets: async () => (await engine.loadBalancerIds()).map((lb) => join(deps.config.current.haproxyAmphora.basePath, `${lb}.sock`)),
+  };
+  registerKeepalivedRoutes(r, keepalived, raw);
+
   registerNetworkRoutes(r, () => {
     const c = deps.config.current;
     return {
@@ -227,7 +266,8 @@ export function createV1Router(deps: V1Deps): Router {
   });
 
   // A known path with another method is 405, as Flask answers.
-  r.all(['/plug/vip/:vip', '/plug/network', '/interface/:ip',
+  r.all(['/plug/vip/:vip', '/plug/network', '/interface/:ip', '/vrrp/upload', '/vrrp/:action',
+    '/listeners/:amphoraId/:listenerId/udp_listener', '/listeners/:listenerId/udp_listener',
     '/info', '/details', '/listeners', '/config', '/certificate', '/listeners/:objectId',
     '/loadbalancer/:amphoraId/:lbId/haproxy', '/loadbalancer/:objectId/:action',
     '/loadbalancer/:lbId/certificates/:filename',

@@ -1,0 +1,105 @@
+// VRRP and LVS (UDP/SCTP listeners) on the amphora, with Octavia's file
+// layout under <base_path>/vrrp and <base_path>/lvs, and the check scripts
+// keepalived runs in ACTIVE_STANDBY.
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureDir, exists, removeFile, writeFileAtomic } from '../system/files.js';
+import { keepalivedPid, installUnit, type KeepalivedInstance, type KeepalivedSettings } from './process.js';
+
+const LVS_PREFIX = 'octavia-keepalivedlvs-';
+const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
+
+export function vrrpInstance(basePath: string): KeepalivedInstance {
+  const dir = join(basePath, 'vrrp');
+  return {
+    unit: 'octavia-keepalived', config: join(dir, 'octavia-keepalived.conf'), pidFile: join(dir, 'octavia-keepalived.pid'),
+    childPidFiles: null, launchLog: join(dir, 'keepalived.launch.log'),
+  };
+}
+
+export function lvsInstance(basePath: string, listenerId: string): KeepalivedInstance {
+  const base = join(basePath, 'lvs', `${LVS_PREFIX}${listenerId}`);
+  return {
+    unit: `${LVS_PREFIX}${listenerId}`, config: `${base}.conf`, pidFile: `${base}.pid`,
+    childPidFiles: { vrrp: `${base}.vrrp.pid`, check: `${base}.check.pid` }, launchLog: `${base}.launch.log`,
+  };
+}
+
+/** Runs every script in check_scripts/ and fails with the sum of their exit codes (keepalived's vrrp_script). */
+const CHECK_SCRIPT = `#!/bin/bash
+# Written by the amphora agent: keepalived's VRRP health check.
+status=0
+for script in "$(dirname "$0")"/check_scripts/*; do
+    [ -e "$script" ] || continue
+    bash "$script"
+    status=$((status + $?))
+done
+exit $status
+`;
+
+/** A UDP member answers when a probe datagram is not refused (no ICMP port unreachable). */
+const UDP_CHECK = `#!/bin/bash
+# Written by the amphora agent: UDP member check for keepalived LVS (address port).
+nc -uzv -w1 "$1" "$2" >/dev/null 2>&1
+`;
+
+export async function uploadVrrp(basePath: string, s: KeepalivedSettings, config: string, lbSockets: string[], hasLvs: boolean): Promise<void> {
+  const inst = vrrpInstance(basePath);
+  await ensureDir(join(basePath, 'vrrp', 'check_scripts'), 0o755);
+  await writeFileAtomic(inst.config, config, 0o644);
+  if (!(await exists(join(basePath, 'vrrp', 'check_script.sh')))) {
+    await writeFileAtomic(join(basePath, 'vrrp', 'check_script.sh'), CHECK_SCRIPT, 0o755);
+  }
+  await updateHaproxyCheckScript(basePath, lbSockets, hasLvs);
+  await installUnit(inst, s);
+}
+
+/**
+ * check_scripts/haproxy_check_script.sh: every load balancer's stats socket
+ * must answer, or keepalived gives up mastership. With no load balancer and
+ * no LVS listener the amphora cannot serve, so the check fails.
+ */
+export async function updateHaproxyCheckScript(basePath: string, lbSockets: string[], hasLvs: boolean): Promise<void> {
+  const dir = join(basePath, 'vrrp', 'check_scripts');
+  if (!(await exists(dir))) return;
+  const path = join(dir, 'haproxy_check_script.sh');
+  if (lbSockets.length > 0) {
+    await writeFileAtomic(path, `${process.execPath} ${MAIN} haproxy-vrrp-check ${lbSockets.join(' ')}; exit $?\n`, 0o755);
+  } else if (!hasLvs) {
+    await writeFileAtomic(path, 'exit 1\n', 0o755);
+  } else {
+    await removeFile(path);
+  }
+}
+
+export async function uploadLvs(basePath: string, s: KeepalivedSettings, listenerId: string, config: string): Promise<void> {
+  const inst = lvsInstance(basePath, listenerId);
+  await ensureDir(join(basePath, 'lvs', 'check'), 0o755);
+  const check = join(basePath, 'lvs', 'check', 'udp_check.sh');
+  if (!(await exists(check))) await writeFileAtomic(check, UDP_CHECK, 0o700);
+  await writeFileAtomic(inst.config, config, 0o644);
+  await installUnit(inst, s);
+}
+
+export async function lvsListenerIds(basePath: string): Promise<string[]> {
+  const names = await readdir(join(basePath, 'lvs')).catch(() => [] as string[]);
+  return names.filter((n) => n.startsWith(LVS_PREFIX) && n.endsWith('.conf')).map((n) => n.slice(LVS_PREFIX.length, -'.conf'.length)).sort();
+}
+
+export async function lvsExists(basePath: string, listenerId: string): Promise<boolean> {
+  return exists(lvsInstance(basePath, listenerId).config);
+}
+
+/** ACTIVE when keepalived runs with a virtual_server, OFFLINE when not started, ERROR when it died. */
+export async function lvsStatus(basePath: string, listenerId: string, configText: string): Promise<'ACTIVE' | 'OFFLINE' | 'ERROR'> {
+  const inst = lvsInstance(basePath, listenerId);
+  if (await keepalivedPid(inst)) return configText.includes('virtual_server') ? 'ACTIVE' : 'OFFLINE';
+  return (await exists(inst.pidFile)) ? 'ERROR' : 'OFFLINE';
+}
+
+export async function removeLvsFiles(basePath: string, listenerId: string, unitDir: string | null): Promise<void> {
+  const inst = lvsInstance(basePath, listenerId);
+  for (const f of [inst.pidFile, inst.childPidFiles!.vrrp, inst.childPidFiles!.check, inst.config, inst.launchLog]) await removeFile(f);
+  if (unitDir) await removeFile(join(unitDir, `${inst.unit}.service`));
+}
