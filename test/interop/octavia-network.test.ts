@@ -5,6 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loud } from '../helpers/hooks.js';
 import { execFileSync } from 'node:child_process';
+import https from 'node:https';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
@@ -109,6 +110,30 @@ test('plug network: a member port becomes eth2 with its fixed IP; plugging it ag
   assert.match(addr, /inet 10\.88\.0\.6\/24/);
   assert.not.match(addr, /10\.88\.0\.5/, 'the old fixed IP was not removed');
   assert.ok(existsSync(join(dir, 'interfaces', 'eth2.json')));
+});
+
+test('interface rules (SR-IOV VIP firewall): the first call installs the base ruleset, the next one the VIP chain', async () => {
+  const put = (body: unknown) => new Promise<number>((resolve, reject) => {
+    const req = https.request({
+      host: '127.0.0.1', port: agent.port, method: 'PUT', path: '/1.0/interface/10.77.0.5/rules',
+      ca: readFileSync(agent.serverCa.cert), servername: agent.amphoraId,
+      cert: readFileSync(agent.client.cert), key: readFileSync(agent.client.key),
+      headers: { 'content-type': 'application/json' },
+    }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+  const rules = [{ protocol: 'TCP', cidr: null, port: 80 }, { protocol: 'vrrp', cidr: '10.77.0.6/32', port: 112 }];
+  assert.is(await put(rules), 200);
+  const nft = () => sh('ip', 'netns', 'exec', amp.netns, 'nft', 'list', 'table', 'inet', 'amphora_table');
+  assert.match(nft(), /policy drop/);
+  assert.not.match(nft(), /amphora_vip_chain/, 'the first call only installs the base ruleset');
+  assert.is(await put(rules), 200);
+  assert.match(nft(), /tcp dport 80 accept/);
+  assert.match(nft(), /ip saddr 10\.77\.0\.6 ip protocol vrrp accept|ip saddr 10\.77\.0\.6 ip protocol 112 accept/);
+  assert.is(await put([{ protocol: 'ICMP', cidr: null, port: 1 }]), 400);
+  assert.is(await put([{ protocol: 'TCP', cidr: 'not-a-cidr', port: 80 }]), 400);
+  sh('ip', 'netns', 'exec', amp.netns, 'nft', 'flush', 'ruleset');
 });
 
 test('VRRP: upload and start through the controller; keepalived takes the VIP on eth1; stop releases it', async () => {

@@ -7,6 +7,7 @@ import {
   InterfaceExistsError, InterfaceNotFoundError, interfaceWithAddress, plugNetwork, plugVip, type PlugSettings,
 } from '../../net/plug.js';
 import { sendFrameworkError, sendJson, sendMessage } from '../errors.js';
+import { applyVipRules, isVipRuleList, NftablesError } from '../../net/nftables.js';
 
 type Json = Record<string, unknown>;
 
@@ -130,6 +131,24 @@ export function registerNetworkRoutes(r: Router, settings: () => PlugSettings): 
       if (err instanceof InterfaceError) return sendMessage(res, 500, 'Error plugging network', err.message);
       throw err;
     }
+  });
+
+  r.put('/interface/:ip/rules', json, async (req: Request, res: Response) => {
+    const address = String(req.params.ip);
+    if (!ipFamily(address)) return sendMessage(res, 400, 'Invalid IP address');
+    const { netns, basePath } = settings();
+    if (!(await interfaceWithAddress(netns, address))) return sendMessage(res, 404, 'Error interface not found for IP address');
+    if (!isVipRuleList(req.body)) return sendFrameworkError(res, 400, 'Bad Request: Invalid rules information');
+    try {
+      // A cidr nftables cannot parse is bad input, not a server error.
+      for (const rule of req.body) if (rule.cidr !== null) parseOrBad(rule.cidr, 'Invalid rules information');
+      await applyVipRules(basePath, netns, req.body);
+    } catch (err) {
+      if (err instanceof BadInput) return sendBadInput(res, err);
+      if (err instanceof NftablesError) return sendMessage(res, 500, 'Error loading the VIP firewall rules', err.message);
+      throw err;
+    }
+    sendMessage(res, 200, 'OK');
   });
 
   r.get('/interface/:ip', async (req: Request, res: Response) => {

@@ -266,7 +266,7 @@ export function createV1Router(deps: V1Deps): Router {
   });
 
   // A known path with another method is 405, as Flask answers.
-  r.all(['/plug/vip/:vip', '/plug/network', '/interface/:ip', '/vrrp/upload', '/vrrp/:action',
+  r.all(['/plug/vip/:vip', '/plug/network', '/interface/:ip', '/interface/:ip/rules', '/vrrp/upload', '/vrrp/:action',
     '/listeners/:amphoraId/:listenerId/udp_listener', '/listeners/:listenerId/udp_listener',
     '/info', '/details', '/listeners', '/config', '/certificate', '/listeners/:objectId',
     '/loadbalancer/:amphoraId/:lbId/haproxy', '/loadbalancer/:objectId/:action',
