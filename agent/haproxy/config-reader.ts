@@ -2,6 +2,7 @@
 // backends and their servers (with health-check settings), and where the
 // server-state file lives. Pure: text in, structure out. It is not a full
 // haproxy parser; haproxy -c remains the judge of validity.
+import { splitServerAddress } from './server-state.js';
 
 export interface ServerLine {
   backend: string;
@@ -32,6 +33,8 @@ export interface FrontendInfo {
   mode: 'http' | 'tcp';
   /** A bind line terminates TLS with a crt-list (Octavia's TERMINATED_HTTPS). */
   terminatesTls: boolean;
+  /** Addresses of the bind lines (`10.0.0.5:80` -> `10.0.0.5`), for address announcements. */
+  bindAddresses: string[];
 }
 
 export interface ConfigInfo {
@@ -131,7 +134,7 @@ export function readConfig(text: string): ConfigInfo {
       section = kw;
       frontend = null;
       if (kw === 'frontend') {
-        frontend = { name: words[1] ?? '', mode: 'tcp', terminatesTls: false };
+        frontend = { name: words[1] ?? '', mode: 'tcp', terminatesTls: false, bindAddresses: [] };
         frontends.push(frontend);
       }
       ownDefaultServerChecked = null;
@@ -165,6 +168,7 @@ export function readConfig(text: string): ConfigInfo {
     if (frontend) {
       if (kw === 'mode') frontend.mode = words[1] === 'http' ? 'http' : 'tcp';
       if (kw === 'bind' && words.includes('ssl') && words.includes('crt-list')) frontend.terminatesTls = true;
+      if (kw === 'bind' && words[1]) frontend.bindAddresses.push(splitServerAddress(words[1]).host);
       continue;
     }
     if (!current) continue;

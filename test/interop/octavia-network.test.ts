@@ -13,6 +13,7 @@ import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { waitFor } from '../helpers/load.js';
+import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 
 let amp: TestNetwork;
 let tenant: TestNetwork;
@@ -98,6 +99,19 @@ test('plug vip again: 409, which the controller turns into Conflict; an unknown 
 test('interface lookup by address', async () => {
   assert.equal(await peer.call('get_interface', '10.77.0.10'), { message: 'OK', interface: 'eth1' });
   assert.is(await peer.callExpectingError('get_interface', '10.99.9.9'), 'NotFound');
+});
+
+test('SINGLE topology: after haproxy starts on the VIP, the VIP is announced by gratuitous ARP', async () => {
+  const lb = 'c0c0c0c0-0000-4000-8000-000000000001';
+  // The tenant side accepts gratuitous ARP into its neighbour table, so the announcement becomes visible.
+  sh('ip', 'netns', 'exec', tenant.netns, 'sysctl', '-q', '-w', 'net.ipv4.conf.all.arp_accept=1');
+  sh('ip', 'netns', 'exec', tenant.netns, 'sysctl', '-q', '-w', 'net.ipv4.conf.aatvip0p.arp_accept=1');
+  sh('ip', '-n', tenant.netns, 'neigh', 'flush', 'dev', 'aatvip0p');
+  const config = octaviaStyleConfig({ lbId: lb, baseDir: agent.basePath, bind: '10.77.0.10:80', members: [{ id: 'm1', address: '10.88.0.1:80' }], monitor: null });
+  await peer.call('upload_config', lb, config);
+  await peer.call('reload_listener', lb);
+  await waitFor('the VIP in the tenant neighbour table', () => new RegExp(`10\\.77\\.0\\.10 .*lladdr ${VIP_MAC}`).test(sh('ip', '-n', tenant.netns, 'neigh', 'show')), 5000, 100);
+  await peer.call('delete_listener', lb);
 });
 
 test('plug network: a member port becomes eth2 with its fixed IP; plugging it again updates it', async () => {

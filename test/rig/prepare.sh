@@ -7,7 +7,7 @@ set -euo pipefail
 CACHE=${AMPHORA_TEST_CACHE:-/var/cache/amphora-agent-tests}
 ROOTFS=$CACHE/sid-rootfs
 TEST_ROOT=${AMPHORA_TEST_ROOT:-/var/tmp/amphora-agent-tests}
-PACKAGES=(haproxy keepalived socat iproute2 nftables python3-octavia debootstrap ipvsadm openssl curl iputils-ping)
+PACKAGES=(haproxy keepalived socat iproute2 nftables python3-octavia debootstrap ipvsadm openssl curl iputils-ping iputils-arping ndisc6)
 
 if [ "$(id -u)" != 0 ]; then
   echo "prepare.sh: the tests need root (network namespaces, haproxy, chroot)" >&2

@@ -19,7 +19,8 @@ import { isObjectId, isPemFilename } from '../params.js';
 import { registerNetworkRoutes } from './network.js';
 import { lvsAction, lvsDelete, registerKeepalivedRoutes, type KeepalivedDeps } from './keepalived.js';
 import { KeepalivedFailedError, keepalivedPid } from '../../keepalived/process.js';
-import { lvsInstance, lvsListenerIds, lvsStatus } from '../../keepalived/service.js';
+import { lvsInstance, lvsListenerIds, lvsStatus, updateHaproxyCheckScript } from '../../keepalived/service.js';
+import { announceAddresses } from '../../net/advertise.js';
 
 export interface V1Deps {
   engine: HaproxyEngine;
@@ -149,9 +150,11 @@ export function createV1Router(deps: V1Deps): Router {
     try {
       if (action === 'stop') {
         await engine.stop(lbId);
+        await afterHaproxyChange(lbId, false);
         return sendJson(res, 202, { message: 'OK', details: `Listener ${lbId} stoped` });
       }
       const report = action === 'reload' ? await engine.reload(lbId) : await engine.start(lbId);
+      await afterHaproxyChange(lbId, true);
       if (action === 'reload' && report?.action === 'reloaded') {
         return sendJson(res, 202, { message: 'OK', details: `Listener ${lbId} reloaded` });
       }
@@ -182,6 +185,7 @@ export function createV1Router(deps: V1Deps): Router {
       throw err;
     }
     await removeTree(certDir(lbId));
+    await afterHaproxyChange(lbId, false);
     sendMessage(res, 200, 'OK');
   });
 
@@ -254,6 +258,24 @@ export function createV1Router(deps: V1Deps): Router {
     lbSockets: async () => (await engine.loadBalancerIds()).map((lb) => join(deps.config.current.haproxyAmphora.basePath, `${lb}.sock`)),
   };
   registerKeepalivedRoutes(r, keepalived, raw);
+
+  /**
+   * What Octavia's agent does around haproxy starts, reloads and stops: in
+   * ACTIVE_STANDBY the VRRP check script lists the stats sockets of the load
+   * balancers that run; in SINGLE topology the listening addresses are
+   * announced after a (re)start.
+   */
+  async function afterHaproxyChange(lbId: string, running: boolean): Promise<void> {
+    const c = deps.config.current;
+    if (c.controllerWorker.loadbalancerTopology === 'ACTIVE_STANDBY') {
+      const base = c.haproxyAmphora.basePath;
+      const lbs = (await engine.loadBalancerIds()).filter((lb) => running || lb !== lbId);
+      await updateHaproxyCheckScript(base, lbs.map((lb) => join(base, `${lb}.sock`)), (await lvsListenerIds(base)).length > 0);
+    } else if (running && c.amphoraAgent.networkNamespace) {
+      const binds = readConfig((await engine.acceptedConfig(lbId)) ?? '').frontends.flatMap((f) => f.bindAddresses);
+      await announceAddresses(c.amphoraAgent.networkNamespace, binds, deps.log);
+    }
+  }
 
   registerNetworkRoutes(r, () => {
     const c = deps.config.current;

@@ -1,0 +1,22 @@
+// Address announcements after haproxy or LVS (re)starts in SINGLE topology:
+// a gratuitous ARP (IPv4) or unsolicited neighbour advertisement (IPv6) for
+// each address the load balancer listens on, so upstream routers learn the
+// amphora's MAC at once after a failover. Best effort, as in Octavia: a
+// missing tool or a failure is logged, never returned to the caller.
+import type { Logger } from '../log.js';
+import { run } from '../system/exec.js';
+import { ipFamily } from './ip.js';
+import { interfaceWithAddress } from './plug.js';
+
+export async function announceAddresses(netns: string, addresses: string[], log: Logger): Promise<void> {
+  for (const address of new Set(addresses)) {
+    if (!ipFamily(address)) continue;
+    const ifname = await interfaceWithAddress(netns, address);
+    if (!ifname) continue;
+    const argv = ipFamily(address) === 4
+      ? ['arping', '-U', '-c', '1', '-I', ifname, address]
+      : ['ndsend', address, ifname];
+    const res = await run(argv, { netns, timeoutMs: 5000 }).catch((err: Error) => ({ exitCode: -1, output: err.message }));
+    if (res.exitCode !== 0) log.warn({ address, ifname, output: res.output.trim() }, 'address announcement failed');
+  }
+}
