@@ -8,7 +8,7 @@ import type { LoadBalancerFiles } from './layout.js';
 import {
   currentWorker, masterCommand, parseShowProc, workerCommand, type ProcessTable,
 } from './master-cli.js';
-import { isProcessAlive, readPidFile } from '../system/proc.js';
+import { isProcessAlive, readPidFile, terminateProcess } from '../system/proc.js';
 
 export interface HaproxyInstance {
   lbId: string;
@@ -141,16 +141,7 @@ export class DirectSupervisor implements HaproxySupervisor {
 
   async stop(inst: HaproxyInstance): Promise<void> {
     const pid = await readPidFile(inst.files.pidFile);
-    if (!pid || !(await isProcessAlive(pid))) return;
-    process.kill(pid, 'SIGTERM');
-    const deadline = Date.now() + 10_000;
-    while (await isProcessAlive(pid)) {
-      if (Date.now() > deadline) {
-        process.kill(pid, 'SIGKILL');
-        break;
-      }
-      await sleep(10);
-    }
+    if (pid && (await isProcessAlive(pid))) await terminateProcess(pid);
   }
 
   status(inst: HaproxyInstance): Promise<HaproxyStatus> {

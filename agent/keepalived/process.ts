@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { launchDaemon, run } from '../system/exec.js';
 import { readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
 import { ensureNetns } from '../system/netns.js';
-import { isProcessAlive, readPidFile } from '../system/proc.js';
+import { isProcessAlive, readPidFile, terminateProcess } from '../system/proc.js';
 
 export interface KeepalivedInstance {
   /** systemd unit name without .service: octavia-keepalived or octavia-keepalivedlvs-<id>. */
@@ -105,14 +105,6 @@ export async function stopKeepalived(inst: KeepalivedInstance, s: KeepalivedSett
   const pid = await keepalivedPid(inst);
   if (!pid) return;
   if (s.processManager === 'systemd') return systemctl('stop', inst);
-  process.kill(pid, 'SIGTERM');
-  const deadline = Date.now() + 10_000;
-  while (await isProcessAlive(pid)) {
-    if (Date.now() > deadline) {
-      process.kill(pid, 'SIGKILL');
-      break;
-    }
-    await sleep(20);
-  }
+  await terminateProcess(pid);
   await removeFile(inst.pidFile);
 }

@@ -23,3 +23,20 @@ export async function readPidFile(path: string): Promise<number | null> {
     return null;
   }
 }
+
+/** SIGTERM, then SIGKILL if the process is still there after `graceMs`; resolves once it is gone. */
+export async function terminateProcess(pid: number, graceMs = 10_000): Promise<void> {
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return; // already gone
+  }
+  const deadline = Date.now() + graceMs;
+  while (await isProcessAlive(pid)) {
+    if (Date.now() > deadline) {
+      process.kill(pid, 'SIGKILL');
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
