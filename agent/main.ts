@@ -5,6 +5,7 @@
 // amphora-agent command line. `amphora-agent --config-file PATH` (Octavia's
 // form) is the same as `amphora-agent serve --config-file PATH`.
 import { serve } from './cli/serve.js';
+import { heartbeat } from './cli/heartbeat.js';
 import { vrrpCheck } from './cli/vrrp-check.js';
 
 const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
@@ -12,7 +13,9 @@ const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
               configuration is created in ./.amphora-dev
   haproxy-vrrp-check SOCKET...
               keepalived's check: exit 0 when every haproxy stats socket answers
-  render, check, heartbeat: not yet available (see the open issues)`;
+  heartbeat --print [--config-file PATH]
+              show the next heartbeat message, decoded (not sent)
+  render, check: not yet available (see the open issues)`;
 
 async function main(argv: string[]): Promise<void> {
   const [first, ...rest] = argv;
@@ -23,6 +26,8 @@ async function main(argv: string[]): Promise<void> {
   switch (first) {
     case 'serve':
       return serve(rest);
+    case 'heartbeat':
+      return heartbeat(rest);
     case 'haproxy-vrrp-check':
       process.exitCode = await vrrpCheck(rest);
       return;

@@ -3,6 +3,7 @@
 import { ensureDevSetup, type DevSetup } from '../config/dev-default.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { ConfigStore } from '../config/store.js';
+import { HeartbeatSender } from '../health/sender.js';
 import { buildEngine, packageVersion } from '../agent.js';
 import { createApp } from '../api/app.js';
 import { createMtlsServer } from '../api/tls-server.js';
@@ -77,6 +78,9 @@ export async function serve(args: string[]): Promise<void> {
     server.once('error', reject);
     server.listen({ host, port, ipv6Only: false }, () => resolve());
   });
+  // The heartbeat runs in this process: building it takes milliseconds and
+  // happens once per heartbeat_interval, so it does not hold up the API.
+  new HeartbeatSender({ config: store, log: log.child({ module: 'heartbeat' }), loadBalancerIds: () => engine.loadBalancerIds() }).start();
   const shown = host.includes(':') ? `[${host}]` : host;
   log.info({ address: `${shown}:${port}` }, 'amphora agent API listening (mutual TLS)');
   if (dev) {

@@ -27,7 +27,8 @@ export interface AgentUnderTest {
   stop(): Promise<void>;
 }
 
-export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string, port: number): Promise<AgentUnderTest> {
+/** `healthManager`: lines for [health_manager] (default: no heartbeat destinations). */
+export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string, port: number, healthManager: string[] = ['controller_ip_port_list =']): Promise<AgentUnderTest> {
   const amphoraId = 'a1b2c3d4-0000-4000-8000-000000000001';
   const pki = join(dir, 'pki');
   mkdirSync(pki, { recursive: true });
@@ -41,7 +42,7 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
   writeFileSync(configFile, [
     '[haproxy_amphora]', `base_path = ${basePath}`, `base_cert_dir = ${certDir}`,
     'bind_host = 127.0.0.1', `bind_port = ${port}`, `haproxy_cmd = ${h.command.join(' ')}`,
-    '[health_manager]', 'controller_ip_port_list =',
+    '[health_manager]', ...healthManager,
     '[amphora_agent]', `agent_server_cert = ${server.pem}`, `agent_server_ca = ${clientCa.cert}`,
     `amphora_id = ${amphoraId}`, 'process_manager = direct', `network_namespace = ${netns}`,
     `agent_server_network_dir = ${join(dir, 'interfaces')}`, `systemd_unit_dir = ${join(dir, 'units')}`, '',

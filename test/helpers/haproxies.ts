@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 
 const CACHE = process.env.AMPHORA_TEST_CACHE ?? '/var/cache/amphora-agent-tests';
-export const TEST_ROOT = process.env.AMPHORA_TEST_ROOT ?? '/var/tmp/amphora-agent-tests';
+export const TEST_ROOT = process.env.AMPHORA_TEST_ROOT ?? '/var/tmp/aat';
 
 export interface HaproxyUnderTest {
   label: string;

@@ -6,7 +6,8 @@ set -euo pipefail
 
 CACHE=${AMPHORA_TEST_CACHE:-/var/cache/amphora-agent-tests}
 ROOTFS=$CACHE/sid-rootfs
-TEST_ROOT=${AMPHORA_TEST_ROOT:-/var/tmp/amphora-agent-tests}
+# Short: unix socket paths under it (haproxy master CLI) must stay within 97 characters.
+TEST_ROOT=${AMPHORA_TEST_ROOT:-/var/tmp/aat}
 PACKAGES=(haproxy keepalived socat iproute2 nftables python3-octavia debootstrap ipvsadm openssl curl iputils-ping iputils-arping ndisc6)
 
 if [ "$(id -u)" != 0 ]; then

@@ -1,0 +1,83 @@
+// The heartbeat message, version 3, from haproxy's `show stat` rows. Pure:
+// rows and the previous absolute counters in, message and new counters out.
+// Listener stats are deltas since the last message (conns is absolute); a
+// counter that went backwards (haproxy restarted) counts from zero.
+
+export interface StatRow {
+  pxname: string;
+  svname: string;
+  status: string;
+  weight: string;
+  bin: number;
+  bout: number;
+  scur: number;
+  stot: number;
+  ereq: number;
+}
+
+export interface ListenerCounters {
+  bin: number;
+  bout: number;
+  ereq: number;
+  stot: number;
+}
+
+export type CounterStore = Record<string, ListenerCounters>;
+
+export interface HeartbeatMessage {
+  id: string;
+  seq: number;
+  ver: 3;
+  listeners: Record<string, { status: string; stats: { tx: number; rx: number; conns: number; totconns: number; ereq: number } }>;
+  pools: Record<string, { status: string; members: Record<string, string> }>;
+}
+
+/** Parse `show stat` CSV (header "# pxname,svname,...") into rows. */
+export function parseShowStat(csv: string): StatRow[] {
+  const lines = csv.split('\n').filter((l) => l.trim() !== '');
+  if (lines.length === 0) return [];
+  const cols = lines[0]!.replace(/^#\s*/, '').split(',');
+  const at = (name: string) => cols.indexOf(name);
+  const idx = {
+    pxname: at('pxname'), svname: at('svname'), status: at('status'), weight: at('weight'),
+    bin: at('bin'), bout: at('bout'), scur: at('scur'), stot: at('stot'), ereq: at('ereq'),
+  };
+  return lines.slice(1).map((line) => {
+    const f = line.split(',');
+    const num = (i: number) => Number(f[i] || 0);
+    return {
+      pxname: f[idx.pxname] ?? '', svname: f[idx.svname] ?? '', status: f[idx.status] ?? '', weight: f[idx.weight] ?? '',
+      bin: num(idx.bin), bout: num(idx.bout), scur: num(idx.scur), stot: num(idx.stot), ereq: num(idx.ereq),
+    };
+  });
+}
+
+const delta = (now: number, before: number | undefined) => (before === undefined || now < before ? now : now - before);
+
+export function buildHeartbeat(amphoraId: string, seq: number, rows: StatRow[], previous: CounterStore): { message: HeartbeatMessage; counters: CounterStore } {
+  const message: HeartbeatMessage = { id: amphoraId, seq, ver: 3, listeners: {}, pools: {} };
+  const counters: CounterStore = {};
+  for (const row of rows) {
+    // The Prometheus listener's internal proxies are not Octavia objects.
+    if (row.pxname.includes('prometheus')) continue;
+    if (row.svname === 'FRONTEND') {
+      const before = previous[row.pxname];
+      counters[row.pxname] = { bin: row.bin, bout: row.bout, ereq: row.ereq, stot: row.stot };
+      message.listeners[row.pxname] = {
+        status: row.status,
+        stats: {
+          tx: delta(row.bout, before?.bout), rx: delta(row.bin, before?.bin), conns: row.scur,
+          totconns: delta(row.stot, before?.stot), ereq: delta(row.ereq, before?.ereq),
+        },
+      };
+    } else if (row.svname === 'BACKEND') {
+      const pool = (message.pools[row.pxname] ??= { status: row.status, members: {} });
+      pool.status = row.status;
+    } else {
+      const pool = (message.pools[row.pxname] ??= { status: 'UP', members: {} });
+      // A member with weight 0 takes no new connections: Octavia reports it DRAIN.
+      pool.members[row.svname] = row.status === 'UP' && row.weight === '0' ? 'DRAIN' : row.status;
+    }
+  }
+  return { message, counters };
+}

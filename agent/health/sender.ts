@@ -1,0 +1,155 @@
+// The heartbeat loop: every heartbeat_interval, one datagram to the next
+// health manager of controller_ip_port_list (round robin), as Octavia's
+// health sender does. Settings are read from the ConfigStore on every beat, so
+// PUT /1.0/config takes effect at the next one. Nothing here may stop the
+// loop: a broken stats socket, an unreachable manager or a haproxy restart
+// only costs that beat's data.
+import dgram from 'node:dgram';
+import { lookup } from 'node:dns/promises';
+import { createConnection } from 'node:net';
+import { join } from 'node:path';
+import type { ConfigStore } from '../config/store.js';
+import type { Logger } from '../log.js';
+import { keepalivedPid } from '../keepalived/process.js';
+import { vrrpInstance } from '../keepalived/service.js';
+import { exists, readTextIfExists, writeFileAtomic } from '../system/files.js';
+import { encodeHeartbeat } from './envelope.js';
+import { buildHeartbeat, parseShowStat, type CounterStore, type HeartbeatMessage, type StatRow } from './message.js';
+
+/** The largest UDP payload over IPv4; the receiver reads at most 64 KiB. */
+export const MAX_DATAGRAM = 65_507;
+
+function statsSocketQuery(path: string, timeoutMs = 2000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const s = createConnection(path);
+    const timer = setTimeout(() => s.destroy(new Error('stats socket timeout')), timeoutMs);
+    s.on('connect', () => s.end('show stat\n'));
+    s.on('data', (d) => { out += d; });
+    s.on('error', (e) => { clearTimeout(timer); reject(e); });
+    s.on('close', () => { clearTimeout(timer); resolve(out); });
+  });
+}
+
+/** Split "host:port" at the last colon; a bracketed IPv6 host is unbracketed. */
+export function parseDestination(entry: string): { host: string; port: number } | null {
+  const i = entry.lastIndexOf(':');
+  if (i <= 0) return null;
+  const port = Number(entry.slice(i + 1));
+  const host = entry.slice(0, i).replace(/^\[(.*)\]$/, '$1');
+  return Number.isInteger(port) && port > 0 && port < 65536 && host ? { host, port } : null;
+}
+
+export interface HeartbeatDeps {
+  config: ConfigStore;
+  log: Logger;
+  /** Ids of the load balancers with an accepted config. */
+  loadBalancerIds(): Promise<string[]>;
+}
+
+export class HeartbeatSender {
+  private seq = 0;
+  private counters: CounterStore | null = null;
+  private next = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private sockets = new Map<'udp4' | 'udp6', dgram.Socket>();
+
+  constructor(private readonly deps: HeartbeatDeps) {}
+
+  private get basePath(): string {
+    return this.deps.config.current.haproxyAmphora.basePath;
+  }
+
+  private get countersFile(): string {
+    return join(this.basePath, 'stats_counters.json');
+  }
+
+  /** Why no heartbeat should be sent now, or null. A configured but dead keepalived must lead to failover. */
+  async skipReason(): Promise<string | null> {
+    const vrrp = vrrpInstance(this.basePath);
+    if ((await exists(vrrp.config)) && !(await keepalivedPid(vrrp))) return 'keepalived is configured but not running';
+    return null;
+  }
+
+  /** Rows of every running load balancer; one that does not answer contributes nothing this beat. */
+  private async collectRows(): Promise<StatRow[]> {
+    const rows: StatRow[] = [];
+    for (const lb of await this.deps.loadBalancerIds()) {
+      try {
+        rows.push(...parseShowStat(await statsSocketQuery(join(this.basePath, `${lb}.sock`))));
+      } catch (err) {
+        this.deps.log.debug({ lbId: lb, err: String(err) }, 'no stats from haproxy this beat');
+      }
+    }
+    return rows;
+  }
+
+  /** Build the next message. With `commit`, the sequence number and delta counters advance. */
+  async buildNext(commit: boolean): Promise<HeartbeatMessage> {
+    if (this.counters === null) {
+      const saved = await readTextIfExists(this.countersFile);
+      try {
+        this.counters = saved ? (JSON.parse(saved) as CounterStore) : {};
+      } catch {
+        this.counters = {};
+      }
+    }
+    const amphoraId = this.deps.config.current.amphoraAgent.amphoraId ?? '';
+    const { message, counters } = buildHeartbeat(amphoraId, this.seq, await this.collectRows(), this.counters);
+    if (commit) {
+      this.seq++;
+      this.counters = counters;
+      await writeFileAtomic(this.countersFile, JSON.stringify(counters), 0o640);
+    }
+    return message;
+  }
+
+  /** One beat: build, sign, send to the next destination. Never throws. */
+  async beat(): Promise<void> {
+    try {
+      const reason = await this.skipReason();
+      if (reason) {
+        this.deps.log.warn(`no heartbeat: ${reason}`);
+        return;
+      }
+      const hm = this.deps.config.current.healthManager;
+      const destinations = hm.controllerIpPortList.map(parseDestination).filter((d) => d !== null);
+      if (destinations.length === 0) return;
+      const datagram = encodeHeartbeat(await this.buildNext(true), hm.heartbeatKey);
+      if (datagram.length > MAX_DATAGRAM) {
+        // The receiver would get a truncated datagram and drop it on the HMAC check.
+        this.deps.log.error({ bytes: datagram.length, limit: MAX_DATAGRAM }, 'heartbeat does not fit in one UDP datagram; not sent');
+        return;
+      }
+      const dest = destinations[this.next++ % destinations.length]!;
+      const { address, family } = await lookup(dest.host);
+      const kind = family === 6 ? 'udp6' : 'udp4';
+      let sock = this.sockets.get(kind);
+      if (!sock) {
+        sock = dgram.createSocket(kind);
+        sock.on('error', (err) => this.deps.log.debug({ err: String(err) }, 'heartbeat socket error'));
+        this.sockets.set(kind, sock);
+      }
+      sock.send(datagram, dest.port, address, (err) => {
+        if (err) this.deps.log.debug({ err: String(err), dest }, 'heartbeat not sent');
+      });
+    } catch (err) {
+      this.deps.log.warn({ err: String(err) }, 'heartbeat failed');
+    }
+  }
+
+  start(): void {
+    const loop = async () => {
+      await this.beat();
+      this.timer = setTimeout(loop, this.deps.config.current.healthManager.heartbeatInterval * 1000);
+      this.timer.unref();
+    };
+    void loop();
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    for (const s of this.sockets.values()) s.close();
+    this.sockets.clear();
+  }
+}
