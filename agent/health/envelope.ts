@@ -21,3 +21,34 @@ export function decodeHeartbeat(datagram: Buffer, key: string | null): unknown {
   if (mac.length !== 64 || !timingSafeEqual(mac, expected)) throw new Error('heartbeat HMAC does not match');
   return JSON.parse(inflateSync(payload).toString('utf8'));
 }
+
+export interface FittedHeartbeat {
+  datagram: Buffer;
+  /** Pools whose member statuses were left out so the datagram fits. */
+  trimmedPools: string[];
+}
+
+/**
+ * Encode so the datagram fits `limit` bytes. Member ids are UUIDs, which do
+ * not compress (about 22 bytes per member after zlib), so past roughly 2,900
+ * members an amphora's full heartbeat cannot fit in one UDP datagram. Sending
+ * nothing would get the amphora failed over; instead the member statuses of
+ * the largest pools are left out (the health manager then shows those members
+ * OFFLINE) while listeners and pool statuses, which drive failover and the
+ * load balancer's status, stay exact. The caller logs what was left out.
+ */
+export function encodeToFit<M extends { pools: Record<string, { members: Record<string, string> }> }>(message: M, key: string | null, limit: number): FittedHeartbeat {
+  let datagram = encodeHeartbeat(message, key);
+  if (datagram.length <= limit) return { datagram, trimmedPools: [] };
+  const pools = structuredClone(message.pools);
+  const trimmed = { ...message, pools };
+  const bySize = Object.keys(pools).sort((a, b) => Object.keys(pools[b]!.members).length - Object.keys(pools[a]!.members).length);
+  const trimmedPools: string[] = [];
+  for (const id of bySize) {
+    pools[id]!.members = {};
+    trimmedPools.push(id);
+    datagram = encodeHeartbeat(trimmed, key);
+    if (datagram.length <= limit) break;
+  }
+  return { datagram, trimmedPools };
+}

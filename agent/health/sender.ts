@@ -13,7 +13,7 @@ import type { Logger } from '../log.js';
 import { keepalivedPid } from '../keepalived/process.js';
 import { vrrpInstance } from '../keepalived/service.js';
 import { exists, readTextIfExists, writeFileAtomic } from '../system/files.js';
-import { encodeHeartbeat } from './envelope.js';
+import { encodeToFit } from './envelope.js';
 import { buildHeartbeat, parseShowStat, type CounterStore, type HeartbeatMessage, type StatRow } from './message.js';
 
 /** The largest UDP payload over IPv4; the receiver reads at most 64 KiB. */
@@ -115,9 +115,13 @@ export class HeartbeatSender {
       const hm = this.deps.config.current.healthManager;
       const destinations = hm.controllerIpPortList.map(parseDestination).filter((d) => d !== null);
       if (destinations.length === 0) return;
-      const datagram = encodeHeartbeat(await this.buildNext(true), hm.heartbeatKey);
+      const { datagram, trimmedPools } = encodeToFit(await this.buildNext(true), hm.heartbeatKey, MAX_DATAGRAM);
+      if (trimmedPools.length > 0) {
+        this.deps.log.error({ trimmedPools, bytes: datagram.length },
+          'heartbeat too large for one UDP datagram: member statuses of these pools left out (they show OFFLINE in Octavia)');
+      }
       if (datagram.length > MAX_DATAGRAM) {
-        // The receiver would get a truncated datagram and drop it on the HMAC check.
+        // Even without member statuses: a truncated datagram would fail the receiver's HMAC check.
         this.deps.log.error({ bytes: datagram.length, limit: MAX_DATAGRAM }, 'heartbeat does not fit in one UDP datagram; not sent');
         return;
       }
