@@ -81,3 +81,14 @@ export function buildHeartbeat(amphoraId: string, seq: number, rows: StatRow[], 
   }
   return { message, counters };
 }
+
+/**
+ * An LVS (UDP/SCTP) listener whose keepalived runs: reported OPEN with zero
+ * stats unless its config says it is disabled, so the health manager counts
+ * it among the amphora's listeners (a missing listener ends in failover).
+ * Pool and member statuses from IPVS are not reported yet.
+ */
+export function addLvsListener(message: HeartbeatMessage, listenerId: string, configText: string): void {
+  if (configText.includes(`# Listener ${listenerId} is disabled`)) return;
+  message.listeners[listenerId] = { status: 'OPEN', stats: { tx: 0, rx: 0, conns: 0, totconns: 0, ereq: 0 } };
+}

@@ -11,10 +11,10 @@ import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
 import type { Logger } from '../log.js';
 import { keepalivedPid } from '../keepalived/process.js';
-import { vrrpInstance } from '../keepalived/service.js';
+import { lvsInstance, lvsListenerIds, vrrpInstance } from '../keepalived/service.js';
 import { exists, readTextIfExists, writeFileAtomic } from '../system/files.js';
 import { encodeToFit } from './envelope.js';
-import { buildHeartbeat, parseShowStat, type CounterStore, type HeartbeatMessage, type StatRow } from './message.js';
+import { addLvsListener, buildHeartbeat, parseShowStat, type CounterStore, type HeartbeatMessage, type StatRow } from './message.js';
 
 /** The largest UDP payload over IPv4; the receiver reads at most 64 KiB. */
 export const MAX_DATAGRAM = 65_507;
@@ -96,6 +96,10 @@ export class HeartbeatSender {
     }
     const amphoraId = this.deps.config.current.amphoraAgent.amphoraId ?? '';
     const { message, counters } = buildHeartbeat(amphoraId, this.seq, await this.collectRows(), this.counters);
+    for (const id of await lvsListenerIds(this.basePath)) {
+      const inst = lvsInstance(this.basePath, id);
+      if (await keepalivedPid(inst)) addLvsListener(message, id, (await readTextIfExists(inst.config)) ?? '');
+    }
     if (commit) {
       this.seq++;
       this.counters = counters;

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomUUID } from 'node:crypto';
 import { decodeHeartbeat, encodeHeartbeat, encodeToFit } from '../../agent/health/envelope.js';
-import { buildHeartbeat, parseShowStat } from '../../agent/health/message.js';
+import { addLvsListener, buildHeartbeat, parseShowStat } from '../../agent/health/message.js';
 import { parseDestination, MAX_DATAGRAM } from '../../agent/health/sender.js';
 
 const CSV = [
@@ -25,6 +25,13 @@ test('message v3: listener deltas (conns absolute), pool status, members with we
   // haproxy restarted: counters went down, the delta counts from zero.
   const restarted = buildHeartbeat('amp', 2, parseShowStat(CSV.replace('100,1000,2000', '4,40,80')), later.counters);
   assert.is(restarted.message.listeners.l1!.stats.totconns, 4);
+});
+
+test('LVS listeners: OPEN with zero stats, unless their config marks them disabled', () => {
+  const { message } = buildHeartbeat('amp', 0, [], {});
+  addLvsListener(message, 'u1', '# Configuration for Listener u1\nvirtual_server group ipv4-group {\n}\n');
+  addLvsListener(message, 'u2', '# Listener u2 is disabled\n');
+  assert.equal(message.listeners, { u1: { status: 'OPEN', stats: { tx: 0, rx: 0, conns: 0, totconns: 0, ereq: 0 } } });
 });
 
 test('envelope: zlib level 9 + 64 hex chars of HMAC-SHA256; a wrong key fails', () => {
