@@ -14,6 +14,9 @@ import { keepalivedPid } from '../keepalived/process.js';
 import { lvsInstance, lvsListenerIds, vrrpInstance } from '../keepalived/service.js';
 import { exists, readTextIfExists, writeFileAtomic } from '../system/files.js';
 import { encodeToFit } from './envelope.js';
+import { lvsPoolStatus, parseIpVs, parseLvsConfig } from './lvs-status.js';
+import { run } from '../system/exec.js';
+import { stat } from 'node:fs/promises';
 import { addLvsListener, buildHeartbeat, parseShowStat, type CounterStore, type HeartbeatMessage, type StatRow } from './message.js';
 
 /** The largest UDP payload over IPv4; the receiver reads at most 64 KiB. */
@@ -96,16 +99,35 @@ export class HeartbeatSender {
     }
     const amphoraId = this.deps.config.current.amphoraAgent.amphoraId ?? '';
     const { message, counters } = buildHeartbeat(amphoraId, this.seq, await this.collectRows(), this.counters);
-    for (const id of await lvsListenerIds(this.basePath)) {
-      const inst = lvsInstance(this.basePath, id);
-      if (await keepalivedPid(inst)) addLvsListener(message, id, (await readTextIfExists(inst.config)) ?? '');
-    }
+    await this.addLvsListeners(message);
     if (commit) {
       this.seq++;
       this.counters = counters;
       await writeFileAtomic(this.countersFile, JSON.stringify(counters), 0o640);
     }
     return message;
+  }
+
+  /** LVS listeners whose keepalived runs: the listener, and its pool from the kernel's IPVS table. */
+  private async addLvsListeners(message: HeartbeatMessage): Promise<void> {
+    const ids = await lvsListenerIds(this.basePath);
+    if (ids.length === 0) return;
+    const netns = this.deps.config.current.amphoraAgent.networkNamespace || null;
+    const table = await run(['cat', '/proc/net/ip_vs'], { netns });
+    const ipvs = table.exitCode === 0 ? parseIpVs(table.stdout) : null;
+    for (const id of ids) {
+      const inst = lvsInstance(this.basePath, id);
+      if (!(await keepalivedPid(inst))) continue;
+      const text = (await readTextIfExists(inst.config)) ?? '';
+      addLvsListener(message, id, text);
+      if (!ipvs) continue;
+      // Members missing from IPVS right after a config change are still coming up.
+      const [cfgTime, checkerTime] = await Promise.all([inst.config, inst.childPidFiles!.check].map((f) => stat(f).then((st) => st.mtimeMs, () => 0)));
+      const cfg = parseLvsConfig(text);
+      const pool = lvsPoolStatus(cfg, ipvs, cfgTime! > checkerTime!);
+      // The LVS pool key is the bare pool id (haproxy pools are "<pool>:<listener>").
+      if (pool && cfg.poolId) message.pools[cfg.poolId] = pool;
+    }
   }
 
   /** One beat: build, sign, send to the next destination. Never throws. */
