@@ -78,6 +78,10 @@ export async function serve(args: string[]): Promise<void> {
     server.once('error', reject);
     server.listen({ host, port, ipv6Only: false }, () => resolve());
   });
+  if (engine.processManager === 'direct') {
+    // systemd restarts a dead haproxy (Restart=always); without it, the agent does.
+    setInterval(() => void engine.restartDead(), 2000).unref();
+  }
   // The heartbeat runs in this process: building it takes milliseconds and
   // happens once per heartbeat_interval, so it does not hold up the API.
   new HeartbeatSender({ config: store, log: log.child({ module: 'heartbeat' }), loadBalancerIds: () => engine.loadBalancerIds() }).start();

@@ -133,8 +133,30 @@ export class HaproxyEngine {
 
   stop(lbId: string): Promise<void> {
     return this.lock.run(lbId, async () => {
+      await writeFileAtomic(this.files(lbId).stopped, '', 0o600);
       await this.opts.supervisor.stop(await this.instance(lbId));
     });
+  }
+
+  /**
+   * Direct supervision's answer to systemd's Restart=always: start again every
+   * load balancer whose haproxy died although it was not stopped on purpose.
+   * Returns the load balancers it restarted.
+   */
+  async restartDead(): Promise<string[]> {
+    const restarted: string[] = [];
+    for (const lbId of await this.loadBalancerIds()) {
+      await this.lock.run(lbId, async () => {
+        // Checked under the lock: a delete or stop may just have run.
+        const files = this.files(lbId);
+        if ((await exists(files.stopped)) || !(await exists(files.live)) || !(await exists(files.config))) return;
+        if ((await this.opts.supervisor.status(await this.instance(lbId))).running) return;
+        this.opts.log.warn({ lbId }, 'haproxy is not running; starting it again');
+        await this.load(lbId);
+        restarted.push(lbId);
+      }).catch((err: Error) => this.opts.log.error({ lbId, err: err.message }, 'restarting haproxy failed'));
+    }
+    return restarted;
   }
 
   /** Stop haproxy and remove everything the agent keeps for this load balancer. */
@@ -254,6 +276,7 @@ export class HaproxyEngine {
       else this.opts.log.warn({ lbId, path: config.serverStateFile }, 'server-state file outside the agent directories; not written');
     }
 
+    await removeFile(files.stopped);
     const previousLive = await readTextIfExists(files.live);
     if (previousLive !== null) await writeFileAtomic(files.livePrevious, previousLive, 0o600);
     await writeFileAtomic(files.live, plan.effectiveConfig, 0o600);

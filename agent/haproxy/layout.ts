@@ -25,6 +25,8 @@ export interface LoadBalancerFiles {
   applied: string;
   /** Agent-side settings of this load balancer (peer name). */
   meta: string;
+  /** Present while haproxy is stopped on purpose (API stop): the watchdog leaves it down. */
+  stopped: string;
 }
 
 export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFiles {
@@ -41,6 +43,7 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
     launchLog: join(dir, 'haproxy.launch.log'),
     applied: join(dir, 'applied.json'),
     meta: join(dir, 'agent.json'),
+    stopped: join(dir, 'stopped'),
   };
 }
 

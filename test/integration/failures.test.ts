@@ -155,5 +155,20 @@ HAPROXIES.forEach((h, hIndex) => {
     assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
   });
 
+  t('a haproxy that dies is started again by the watchdog; one stopped on purpose stays down', async () => {
+    const before = await engine.status(lbId);
+    process.kill(before.masterPid!, 'SIGKILL');
+    for (const w of before.table?.workers ?? []) process.kill(w.pid, 'SIGKILL');
+    await waitFor('haproxy to be gone', async () => !(await engine.status(lbId)).running);
+    assert.equal(await engine.restartDead(), [lbId]);
+    const after = await engine.status(lbId);
+    assert.ok(after.running && after.masterPid !== before.masterPid);
+    await engine.stop(lbId);
+    assert.equal(await engine.restartDead(), []);
+    assert.not.ok((await engine.status(lbId)).running);
+    await engine.start(lbId);
+    assert.ok((await engine.status(lbId)).running);
+  });
+
   t.run();
 });
