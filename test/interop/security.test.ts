@@ -62,7 +62,7 @@ test('handshake: no client certificate, another CA, or an expired certificate ar
   assert.is((await request('GET', '/', null, { cert: expired.cert, key: expired.key })).status, null, 'served an expired certificate');
 });
 
-test('500+ generated bad requests: no 5xx, no crash, nothing written outside the agent directories', async () => {
+test('700 generated bad requests: no 5xx, no crash, nothing written outside the agent directories', async () => {
   const marker = join(TEST_ROOT, `.security-marker-${process.pid}`);
   writeFileSync(marker, '');
   await new Promise((r) => setTimeout(r, 1100)); // find -newer has one-second granularity on some filesystems
@@ -77,6 +77,8 @@ test('500+ generated bad requests: no 5xx, no crash, nothing written outside the
     ['PUT', '/1.0/loadbalancer/{}/certificates/{}'], ['GET', '/1.0/loadbalancer/{}/certificates/{}'],
     ['DELETE', '/1.0/loadbalancer/{}/certificates/{}'], ['PUT', '/1.0/config'], ['PUT', '/1.0/certificate'],
     ['GET', '/1.0/info'], ['GET', '/1.0/details'], ['GET', '/1.0/listeners'],
+    ['POST', '/1.0/plug/vip/{}'], ['POST', '/1.0/plug/network'], ['GET', '/1.0/interface/{}'],
+    ['PUT', '/1.0/interface/{}/rules'], ['PUT', '/1.0/listeners/{}/{}/udp_listener'], ['GET', '/1.0/listeners/{}/udp_listener'],
   ] as const;
   const methods = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'OPTIONS'];
   const bodies = [null, randomBytes(512), Buffer.from('\u0000\u0001binary\u00ff'), Buffer.from('{"json": [1,2'), Buffer.from('global\n  daemon\n')];
@@ -88,7 +90,7 @@ test('500+ generated bad requests: no 5xx, no crash, nothing written outside the
       cases.push([methods[cases.length % methods.length]!, path, null]);
     }
   }
-  for (let n = 0; cases.length < 520; n++) {
+  for (let n = 0; cases.length < 700; n++) {
     const garbage = randomBytes(8 + (n % 40)).toString('base64url');
     cases.push([methods[n % methods.length]!, `/1.0/${garbage}/${n % 3 === 0 ? '..' : garbage}`, bodies[n % bodies.length]!]);
   }
