@@ -5,7 +5,7 @@ import type { AgentConfig } from './config/agent-config.js';
 import { HaproxyEngine } from './haproxy/engine.js';
 import { DirectSupervisor, type HaproxySupervisor } from './haproxy/process.js';
 import { SystemdSupervisor } from './haproxy/systemd.js';
-import { launchDaemon, run } from './system/exec.js';
+import { run } from './system/exec.js';
 import type { Logger } from './log.js';
 
 export async function pid1IsSystemd(): Promise<boolean> {
@@ -22,13 +22,7 @@ export async function buildSupervisor(config: AgentConfig): Promise<HaproxySuper
     if (!netns) throw new Error('process_manager systemd needs a network_namespace');
     return new SystemdSupervisor(command, netns, aa.userGroupFile, aa.systemdUnitDir);
   }
-  return new DirectSupervisor(command, netns, aa.userGroupFile, async (argv, logFile, ns) => {
-    if (ns) {
-      const { ensureNetns } = await import('./system/netns.js');
-      await ensureNetns(ns);
-    }
-    return launchDaemon(argv, logFile, { netns: ns });
-  });
+  return new DirectSupervisor(command, netns, aa.userGroupFile);
 }
 
 export async function buildEngine(config: AgentConfig, log: Logger): Promise<HaproxyEngine> {

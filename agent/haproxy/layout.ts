@@ -47,6 +47,11 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
   };
 }
 
+/** The stats socket Octavia's configs declare for a load balancer: <base_path>/<lb_id>.sock. */
+export function statsSocket(baseDir: string, lbId: string): string {
+  return join(baseDir, `${lbId}.sock`);
+}
+
 /**
  * Octavia's -L peer name: base64 of SHA-1(amphora id) with '+' -> '_' and
  * '/' -> '-', '=' stripped, a leading '-' made 'x'. It must match the peer the

@@ -9,6 +9,8 @@ import {
   currentWorker, masterCommand, parseShowProc, workerCommand, type ProcessTable,
 } from './master-cli.js';
 import { isProcessAlive, readPidFile, terminateProcess } from '../system/proc.js';
+import { launchDaemon } from '../system/exec.js';
+import { ensureNetns } from '../system/netns.js';
 
 export interface HaproxyInstance {
   lbId: string;
@@ -117,7 +119,6 @@ export class DirectSupervisor implements HaproxySupervisor {
     private readonly haproxyCommand: string[],
     private readonly netns: string | null,
     private readonly userGroupFile: string | null,
-    private readonly launch: (argv: string[], logFile: string, netns: string | null) => Promise<{ exitCode: number; output: string }>,
   ) {}
 
   async start(inst: HaproxyInstance): Promise<HaproxyStatus> {
@@ -127,7 +128,8 @@ export class DirectSupervisor implements HaproxySupervisor {
       '-f', files.live, ...(this.userGroupFile ? ['-f', this.userGroupFile] : []),
       '-p', files.pidFile, '-S', `${files.masterSocket},mode,600`, '-L', inst.peerName,
     ];
-    const res = await this.launch(argv, files.launchLog, this.netns);
+    if (this.netns) await ensureNetns(this.netns);
+    const res = await launchDaemon(argv, files.launchLog, { netns: this.netns });
     if (res.exitCode !== 0) throw new HaproxyFailedError('start', res.output.trim() || `exit code ${res.exitCode}`);
     return waitForFirstWorker(files, 'start');
   }

@@ -14,6 +14,7 @@ import { keepalivedPid } from '../keepalived/process.js';
 import { lvsInstance, lvsListenerIds, vrrpInstance } from '../keepalived/service.js';
 import { exists, readTextIfExists, writeFileAtomic } from '../system/files.js';
 import { encodeToFit } from './envelope.js';
+import { statsSocket } from '../haproxy/layout.js';
 import { lvsPoolStatus, parseIpVs, parseLvsConfig } from './lvs-status.js';
 import { run } from '../system/exec.js';
 import { stat } from 'node:fs/promises';
@@ -79,7 +80,7 @@ export class HeartbeatSender {
     const rows: StatRow[] = [];
     for (const lb of await this.deps.loadBalancerIds()) {
       try {
-        rows.push(...parseShowStat(await statsSocketQuery(join(this.basePath, `${lb}.sock`))));
+        rows.push(...parseShowStat(await statsSocketQuery(statsSocket(this.basePath, lb))));
       } catch (err) {
         this.deps.log.debug({ lbId: lb, err: String(err) }, 'no stats from haproxy this beat');
       }

@@ -5,7 +5,6 @@ import { HaproxyEngine } from '../../agent/haproxy/engine.js';
 import { DirectSupervisor } from '../../agent/haproxy/process.js';
 import { workerCommand } from '../../agent/haproxy/master-cli.js';
 import { parseServerState, type ServerStateEntry } from '../../agent/haproxy/server-state.js';
-import { launchDaemon } from '../../agent/system/exec.js';
 import { rootLogger } from '../../agent/log.js';
 import type { HaproxyUnderTest } from './haproxies.js';
 
@@ -15,7 +14,7 @@ export function testEngine(h: HaproxyUnderTest, baseDir: string, netns: string |
     baseDir,
     haproxyCommand: h.command,
     userGroupFile,
-    supervisor: new DirectSupervisor(h.command, netns, userGroupFile, (argv, log, ns) => launchDaemon(argv, log, { netns: ns })),
+    supervisor: new DirectSupervisor(h.command, netns, userGroupFile),
     log: rootLogger.child({ test: h.label }),
     protectNewMembers,
   });

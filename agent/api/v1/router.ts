@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import express, { type Request, type Response, type Router } from 'express';
 import type { HaproxyEngine } from '../../haproxy/engine.js';
 import { readConfig } from '../../haproxy/config-reader.js';
+import { statsSocket } from '../../haproxy/layout.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from '../../haproxy/errors.js';
 import { ConfigError } from '../../config/agent-config.js';
 import type { ConfigStore } from '../../config/store.js';
@@ -255,7 +256,7 @@ export function createV1Router(deps: V1Deps): Router {
         processManager: engine.processManager, unitDir: c.amphoraAgent.systemdUnitDir,
       };
     },
-    lbSockets: async () => (await engine.loadBalancerIds()).map((lb) => join(deps.config.current.haproxyAmphora.basePath, `${lb}.sock`)),
+    lbSockets: async () => (await engine.loadBalancerIds()).map((lb) => statsSocket(deps.config.current.haproxyAmphora.basePath, lb)),
   };
   registerKeepalivedRoutes(r, keepalived, raw);
 
@@ -270,7 +271,7 @@ export function createV1Router(deps: V1Deps): Router {
     if (c.controllerWorker.loadbalancerTopology === 'ACTIVE_STANDBY') {
       const base = c.haproxyAmphora.basePath;
       const lbs = (await engine.loadBalancerIds()).filter((lb) => running || lb !== lbId);
-      await updateHaproxyCheckScript(base, lbs.map((lb) => join(base, `${lb}.sock`)), (await lvsListenerIds(base)).length > 0);
+      await updateHaproxyCheckScript(base, lbs.map((lb) => statsSocket(base, lb)), (await lvsListenerIds(base)).length > 0);
     } else if (running && c.amphoraAgent.networkNamespace) {
       const binds = readConfig((await engine.acceptedConfig(lbId)) ?? '').frontends.flatMap((f) => f.bindAddresses);
       await announceAddresses(c.amphoraAgent.networkNamespace, binds, deps.log);
