@@ -7,6 +7,8 @@
 import { serve } from './cli/serve.js';
 import { heartbeat } from './cli/heartbeat.js';
 import { vrrpCheck } from './cli/vrrp-check.js';
+import { checkCommand, renderCommand, RENDER_USAGE, UsageError } from './cli/render.js';
+import { SpecError } from './spec/validate.js';
 
 const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
   serve       run the agent (default); without --config-file, a development
@@ -15,7 +17,7 @@ const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
               keepalived's check: exit 0 when every haproxy stats socket answers
   heartbeat --print [--config-file PATH]
               show the next heartbeat message, decoded (not sent)
-  render, check: not yet available (see the open issues)`;
+${RENDER_USAGE}`;
 
 async function main(argv: string[]): Promise<void> {
   const [first, ...rest] = argv;
@@ -31,6 +33,12 @@ async function main(argv: string[]): Promise<void> {
     case 'haproxy-vrrp-check':
       process.exitCode = await vrrpCheck(rest);
       return;
+    case 'render':
+      process.exitCode = await renderCommand(rest);
+      return;
+    case 'check':
+      process.exitCode = await checkCommand(rest);
+      return;
     case 'help':
       return void console.log(USAGE);
     default:
@@ -40,6 +48,10 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: Error) => {
+  if (err instanceof SpecError) {
+    console.error(`amphora-agent: invalid spec:\n${err.problems.map((p) => `  ${p}`).join('\n')}`);
+    process.exit(2);
+  }
   console.error(`amphora-agent: ${err.message}`);
-  process.exit(1);
+  process.exit(err instanceof UsageError ? 2 : 1);
 });

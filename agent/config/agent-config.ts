@@ -4,6 +4,7 @@
 // Pure: text in, config (or a ConfigError naming the option) out.
 import ini from 'ini';
 import { join } from 'node:path';
+import { DEFAULT_RENDER_SETTINGS as D, type RenderSettings } from '../render/settings.js';
 
 export type ProcessManager = 'auto' | 'direct' | 'systemd';
 
@@ -43,6 +44,8 @@ export interface AgentConfig {
   controllerWorker: {
     loadbalancerTopology: 'SINGLE' | 'ACTIVE_STANDBY';
   };
+  /** How specs (API 2.0, `render`) become configs: Octavia's controller-side [haproxy_amphora] options. */
+  render: RenderSettings;
   debug: boolean;
 }
 
@@ -88,6 +91,12 @@ function oneOf<T extends string>(sec: Section | undefined, name: string, key: st
   return v as T;
 }
 
+/** haproxy's size form (10k, 1m): it is written into stick-table lines. */
+function stickSize(v: string): string {
+  if (!/^[0-9]{1,9}[kmg]?$/i.test(v)) throw new ConfigError(`[haproxy_amphora] haproxy_stick_size: "${v}" is not a size like 10k`);
+  return v;
+}
+
 export function parseAgentConfig(text: string): AgentConfig {
   const doc = ini.parse(text) as Record<string, Section>;
   const ha = doc.haproxy_amphora;
@@ -127,6 +136,21 @@ export function parseAgentConfig(text: string): AgentConfig {
       userGroupFile: str(aa, 'user_group_file', join(basePath, 'haproxy-default-user-group.conf')),
       systemdUnitDir: str(aa, 'systemd_unit_dir', '/usr/lib/systemd/system'),
       protectNewMembers: bool(aa, 'amphora_agent', 'protect_new_members', true),
+    },
+    render: {
+      basePath,
+      baseCertDir: str(ha, 'base_cert_dir', '/var/lib/octavia/certs'),
+      connectionLogging: bool(ha, 'haproxy_amphora', 'connection_logging', D.connectionLogging),
+      userLogFormat: str(ha, 'user_log_format', D.userLogFormat),
+      userLogFacility: int(aa, 'amphora_agent', 'user_log_facility', 0, 0, 7),
+      administrativeLogFacility: int(aa, 'amphora_agent', 'administrative_log_facility', 1, 0, 7),
+      timeoutClientData: int(ha, 'haproxy_amphora', 'timeout_client_data', D.timeoutClientData, 0, 2073600000),
+      timeoutMemberConnect: int(ha, 'haproxy_amphora', 'timeout_member_connect', D.timeoutMemberConnect, 0, 2073600000),
+      timeoutMemberData: int(ha, 'haproxy_amphora', 'timeout_member_data', D.timeoutMemberData, 0, 2073600000),
+      timeoutTcpInspect: int(ha, 'haproxy_amphora', 'timeout_tcp_inspect', D.timeoutTcpInspect, 0, 2073600000),
+      defaultConnectionLimit: int(ha, 'haproxy_amphora', 'default_connection_limit', D.defaultConnectionLimit, 1, 1000000),
+      stickSize: stickSize(str(ha, 'haproxy_stick_size', D.stickSize)),
+      networkNamespace: str(aa, 'network_namespace', D.networkNamespace),
     },
     controllerWorker: {
       loadbalancerTopology: oneOf(cw, 'controller_worker', 'loadbalancer_topology', 'SINGLE', ['SINGLE', 'ACTIVE_STANDBY'] as const),

@@ -53,6 +53,6 @@ export interface RenderedLoadBalancer {
   haproxyConfig: string | null;
   /** crt-list files of TERMINATED_HTTPS listeners (<base_cert_dir>/<lb>/<listener>.pem). */
   crtLists: RenderedFile[];
-  /** keepalived LVS configs, one per enabled UDP/SCTP listener with a default pool. */
+  /** keepalived LVS configs, one per UDP/SCTP listener (only comments while it is disabled or has no pool). */
   lvsConfigs: { listenerId: string; content: string }[];
 }

@@ -1,0 +1,167 @@
+// `amphora-agent render SPEC.json` prints the configs a spec renders to;
+// `amphora-agent check SPEC.json` also has the real haproxy (and keepalived,
+// for UDP/SCTP listeners) judge them, in a scratch directory with the spec's
+// certificate files, and prints their verdict.
+import { copyFile, mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigStore } from '../config/store.js';
+import { DEFAULT_RENDER_SETTINGS, type RenderSettings, type RenderTarget } from '../render/settings.js';
+import { renderLoadBalancer } from '../render/render.js';
+import { validateSpec, SpecError } from '../spec/validate.js';
+import type { LoadBalancerSpec } from '../spec/types.js';
+import { haproxyCapabilities } from '../haproxy/capabilities.js';
+import { peerName } from '../haproxy/layout.js';
+import { run } from '../system/exec.js';
+import { ensureDir, removeTree, writeFileAtomic } from '../system/files.js';
+
+export const RENDER_USAGE = `  render SPEC.json [--haproxy PATH | --haproxy-version X.Y] [--config-file PATH]
+              print the haproxy (and keepalived LVS) configs a load-balancer spec renders to
+  check SPEC.json [--haproxy PATH] [--cert-dir DIR] [--config-file PATH]
+              render, then validate with the real haproxy / keepalived and print their verdict`;
+
+interface Options {
+  specFile: string;
+  haproxy: string[] | null;
+  haproxyVersion: string | null;
+  certDir: string | null;
+  configFile: string | null;
+}
+
+function parseOptions(command: string, args: string[]): Options {
+  const opts: Options = { specFile: '', haproxy: null, haproxyVersion: null, certDir: null, configFile: null };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const value = () => {
+      const v = args[++i];
+      if (v === undefined) throw new UsageError(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--haproxy') opts.haproxy = value().split(' ').filter(Boolean);
+    else if (a === '--haproxy-version' && command === 'render') opts.haproxyVersion = value();
+    else if (a === '--cert-dir' && command === 'check') opts.certDir = value();
+    else if (a === '--config-file') opts.configFile = value();
+    else if (!a.startsWith('--') && opts.specFile === '') opts.specFile = a;
+    else throw new UsageError(`unknown argument "${a}"`);
+  }
+  if (opts.specFile === '') throw new UsageError('a spec file is required ("-" reads stdin)');
+  if (opts.haproxy && opts.haproxyVersion) throw new UsageError('give --haproxy or --haproxy-version, not both');
+  if (opts.haproxyVersion !== null && !/^\d+\.\d+$/.test(opts.haproxyVersion)) throw new UsageError('--haproxy-version takes X.Y, e.g. 2.6');
+  return opts;
+}
+
+export class UsageError extends Error {}
+
+async function loadSpec(file: string): Promise<LoadBalancerSpec> {
+  const text = file === '-' ? await readStdin() : await readFile(file, 'utf8');
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new SpecError([`(document): not valid JSON: ${(err as Error).message}`]);
+  }
+  return validateSpec(doc);
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * What the target haproxy does with init-state. A version number alone is a
+ * guess (the startup fix is in 3.4 and backported to some 3.2/3.3 releases),
+ * so a binary is probed whenever one is available.
+ */
+async function renderTarget(opts: Options, haproxyCmd: string[]): Promise<RenderTarget> {
+  if (opts.haproxyVersion !== null) {
+    const [major, minor] = opts.haproxyVersion.split('.').map(Number) as [number, number];
+    return { initStateAtStartup: major > 3 || (major === 3 && minor >= 4) };
+  }
+  const work = await mkdtemp(join(tmpdir(), 'amphora-probe-'));
+  try {
+    const caps = await haproxyCapabilities(haproxyCmd, work);
+    return { initStateAtStartup: caps.initStateAppliedAtStartup };
+  } finally {
+    await removeTree(work);
+  }
+}
+
+async function settingsFor(opts: Options): Promise<{ settings: RenderSettings; haproxyCmd: string[] }> {
+  if (opts.configFile === null) return { settings: DEFAULT_RENDER_SETTINGS, haproxyCmd: opts.haproxy ?? ['haproxy'] };
+  const config = (await ConfigStore.load(opts.configFile)).current;
+  return { settings: config.render, haproxyCmd: opts.haproxy ?? [config.haproxyAmphora.haproxyCmd] };
+}
+
+export async function renderCommand(args: string[]): Promise<number> {
+  const opts = parseOptions('render', args);
+  const spec = await loadSpec(opts.specFile);
+  const { settings, haproxyCmd } = await settingsFor(opts);
+  const out = renderLoadBalancer(spec, settings, await renderTarget(opts, haproxyCmd));
+  if (out.haproxyConfig !== null) process.stdout.write(out.haproxyConfig);
+  for (const lvs of out.lvsConfigs) process.stdout.write(`\n# ---- keepalived LVS config of listener ${lvs.listenerId} ----\n${lvs.content}`);
+  return 0;
+}
+
+export async function checkCommand(args: string[]): Promise<number> {
+  const opts = parseOptions('check', args);
+  const spec = await loadSpec(opts.specFile);
+  const { settings, haproxyCmd } = await settingsFor(opts);
+  const target = await renderTarget(opts, haproxyCmd);
+  // Rendered against a scratch tree, so every path in the config is real.
+  const work = await mkdtemp(join(tmpdir(), 'amphora-check-'));
+  try {
+    const scratch: RenderSettings = { ...settings, basePath: work, baseCertDir: join(work, 'certs') };
+    const out = renderLoadBalancer(spec, scratch, target);
+    const certDir = join(scratch.baseCertDir, spec.id);
+    await ensureDir(certDir, 0o700);
+    await copyCertificates(spec, opts.certDir ?? join(settings.baseCertDir, spec.id), certDir);
+    for (const f of out.crtLists) await writeFileAtomic(f.path, f.content, 0o600);
+    let failed = false;
+    if (out.haproxyConfig !== null) {
+      const cfg = join(work, 'haproxy.cfg');
+      await writeFileAtomic(cfg, out.haproxyConfig, 0o600);
+      const peer = spec.amphorae[0] ? ['-L', peerName(spec.amphorae[0].id)] : [];
+      const res = await run([...haproxyCmd, '-c', ...peer, '-f', cfg]);
+      process.stdout.write(`haproxy: ${res.exitCode === 0 ? 'valid' : 'INVALID'}\n${indent(res.output)}`);
+      failed ||= res.exitCode !== 0;
+    }
+    for (const lvs of out.lvsConfigs) {
+      const cfg = join(work, `lvs-${lvs.listenerId}.cfg`);
+      await writeFileAtomic(cfg, lvs.content, 0o600);
+      const res = await run(['keepalived', '-t', '-f', cfg]);
+      // keepalived's exit code 6 is only its script-security advice for root-run checks.
+      const ok = res.exitCode === 0 || (res.exitCode === 6 && !/Unknown keyword|error/i.test(res.output));
+      process.stdout.write(`keepalived (listener ${lvs.listenerId}): ${ok ? 'valid' : 'INVALID'}\n${indent(res.output)}`);
+      failed ||= !ok;
+    }
+    return failed ? 1 : 0;
+  } finally {
+    await removeTree(work);
+  }
+}
+
+async function copyCertificates(spec: LoadBalancerSpec, from: string, to: string): Promise<void> {
+  const names = new Set<string>();
+  for (const l of spec.listeners) {
+    for (const f of [l.default_tls_container_ref, ...l.sni_container_refs, l.client_ca_tls_container_ref, l.client_crl_container_ref]) {
+      if (f !== undefined) names.add(f);
+    }
+  }
+  for (const p of [...spec.pools, ...spec.listeners.flatMap((l) => (l.default_pool ? [l.default_pool] : []))]) {
+    for (const f of [p.tls_container_ref, p.ca_tls_container_ref, p.crl_container_ref]) if (f !== undefined) names.add(f);
+  }
+  for (const name of names) {
+    try {
+      await copyFile(join(from, name), join(to, name));
+    } catch {
+      throw new UsageError(`certificate file ${join(from, name)} is missing (give --cert-dir)`);
+    }
+  }
+}
+
+function indent(text: string): string {
+  const t = text.trim();
+  return t === '' ? '' : `${t.split('\n').map((l) => `  ${l}`).join('\n')}\n`;
+}

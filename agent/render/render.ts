@@ -1,0 +1,26 @@
+// The renderer: a validated spec in, haproxy.cfg, crt-lists and keepalived LVS
+// configs out. Pure: no file is read or written here.
+import type { LoadBalancerSpec } from '../spec/types.js';
+import { renderTemplate } from './environment.js';
+import { ViewBuilder } from './haproxy-view.js';
+import { lvsViews } from './lvs-view.js';
+import type { RenderedLoadBalancer, RenderSettings, RenderTarget } from './settings.js';
+
+export function renderLoadBalancer(spec: LoadBalancerSpec, settings: RenderSettings, target: RenderTarget): RenderedLoadBalancer {
+  const views = new ViewBuilder(spec, settings, target);
+  const haproxyListeners = views.haproxyListeners();
+  const haproxyConfig = haproxyListeners.length > 0 ? renderTemplate('haproxy/haproxy.cfg.njk', views.build()) : null;
+  // crt-lists for every TLS listener, enabled or not: they are small, and a
+  // listener switched on later must not wait for its file.
+  const crtLists = haproxyListeners
+    .filter((l) => l.default_tls_container_ref !== undefined)
+    .map((l) => ({
+      path: views.crtListPath(l.id),
+      content: [l.default_tls_container_ref!, ...l.sni_container_refs].map((f) => `${views.certPath(f)}\n`).join(''),
+    }));
+  const lvsConfigs = lvsViews(spec, settings).map((v) => ({
+    listenerId: v.listenerId,
+    content: renderTemplate('keepalived/lvs.cfg.njk', v),
+  }));
+  return { haproxyConfig, crtLists, lvsConfigs };
+}
