@@ -116,8 +116,16 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
       }
       await new Promise((r) => setTimeout(r, 20));
     }
-    const state = parseServerState(await workerCommand(sock, 'show servers state'));
-    const server = state.entries.find((e) => e.backend === 'b' && e.server === 's');
+    // A worker listed by the master may not answer its CLI yet: ask until the
+    // server shows up, or a missing answer would read as "init-state ignored".
+    let server;
+    while (!server) {
+      const text = await workerCommand(sock, 'show servers state', 1000).catch(() => '');
+      server = parseServerState(text).entries.find((e) => e.backend === 'b' && e.server === 's');
+      if (server) break;
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error('probe haproxy did not report its server state');
+      await new Promise((r) => setTimeout(r, 20));
+    }
     return {
       initStateAppliedAtStartup: withInitState && server?.opState === 0,
       masterCommands: helpCommands(await masterCommand(sock, 'help')),
