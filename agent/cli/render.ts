@@ -104,28 +104,35 @@ export async function renderCommand(args: string[]): Promise<number> {
   return 0;
 }
 
-export async function checkCommand(args: string[]): Promise<number> {
-  const opts = parseOptions('check', args);
-  const spec = await loadSpec(opts.specFile);
-  const { settings, haproxyCmd } = await settingsFor(opts);
-  const target = await renderTarget(opts, haproxyCmd);
-  // Rendered against a scratch tree, so every path in the config is real.
-  const work = await mkdtemp(join(tmpdir(), 'amphora-check-'));
+export interface Verdict {
+  /** 'haproxy' or 'keepalived <listener id>'. */
+  tool: string;
+  ok: boolean;
+  output: string;
+}
+
+/**
+ * Render a spec into a scratch tree under `workRoot` (paths in the config point
+ * there, the spec's certificates copied from `certSource`) and let haproxy
+ * (`-c`) and keepalived (`-t`) judge the result.
+ */
+export async function checkSpec(spec: LoadBalancerSpec, settings: RenderSettings, target: RenderTarget,
+  haproxyCmd: string[], certSource: string, workRoot = tmpdir()): Promise<Verdict[]> {
+  const work = await mkdtemp(join(workRoot, 'amphora-check-'));
   try {
     const scratch: RenderSettings = { ...settings, basePath: work, baseCertDir: join(work, 'certs') };
     const out = renderLoadBalancer(spec, scratch, target);
     const certDir = join(scratch.baseCertDir, spec.id);
     await ensureDir(certDir, 0o700);
-    await copyCertificates(spec, opts.certDir ?? join(settings.baseCertDir, spec.id), certDir);
+    await copyCertificates(spec, certSource, certDir);
     for (const f of out.crtLists) await writeFileAtomic(f.path, f.content, 0o600);
-    let failed = false;
+    const verdicts: Verdict[] = [];
     if (out.haproxyConfig !== null) {
       const cfg = join(work, 'haproxy.cfg');
       await writeFileAtomic(cfg, out.haproxyConfig, 0o600);
       const peer = spec.amphorae[0] ? ['-L', peerName(spec.amphorae[0].id)] : [];
       const res = await run([...haproxyCmd, '-c', ...peer, '-f', cfg]);
-      process.stdout.write(`haproxy: ${res.exitCode === 0 ? 'valid' : 'INVALID'}\n${indent(res.output)}`);
-      failed ||= res.exitCode !== 0;
+      verdicts.push({ tool: 'haproxy', ok: res.exitCode === 0, output: res.output });
     }
     for (const lvs of out.lvsConfigs) {
       const cfg = join(work, `lvs-${lvs.listenerId}.cfg`);
@@ -133,13 +140,22 @@ export async function checkCommand(args: string[]): Promise<number> {
       const res = await run(['keepalived', '-t', '-f', cfg]);
       // keepalived's exit code 6 is only its script-security advice for root-run checks.
       const ok = res.exitCode === 0 || (res.exitCode === 6 && !/Unknown keyword|error/i.test(res.output));
-      process.stdout.write(`keepalived (listener ${lvs.listenerId}): ${ok ? 'valid' : 'INVALID'}\n${indent(res.output)}`);
-      failed ||= !ok;
+      verdicts.push({ tool: `keepalived ${lvs.listenerId}`, ok, output: res.output });
     }
-    return failed ? 1 : 0;
+    return verdicts;
   } finally {
     await removeTree(work);
   }
+}
+
+export async function checkCommand(args: string[]): Promise<number> {
+  const opts = parseOptions('check', args);
+  const spec = await loadSpec(opts.specFile);
+  const { settings, haproxyCmd } = await settingsFor(opts);
+  const target = await renderTarget(opts, haproxyCmd);
+  const verdicts = await checkSpec(spec, settings, target, haproxyCmd, opts.certDir ?? join(settings.baseCertDir, spec.id));
+  for (const v of verdicts) process.stdout.write(`${v.tool}: ${v.ok ? 'valid' : 'INVALID'}\n${indent(v.output)}`);
+  return verdicts.every((v) => v.ok) ? 0 : 1;
 }
 
 async function copyCertificates(spec: LoadBalancerSpec, from: string, to: string): Promise<void> {
