@@ -1,6 +1,7 @@
 // Spec -> the plain data haproxy.cfg.njk lays out. Every decision that needs
 // code (defaults, which pools get a backend, sums, escaping, file paths) is
 // made here; the templates own the haproxy syntax. Pure.
+import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
 import { peerName } from '../haproxy/layout.js';
 import {
@@ -21,10 +22,20 @@ export function haproxyWord(value: string): string {
   return value.replace(/[\\ #"']/g, (c) => `\\${c}`);
 }
 
+/**
+ * An address for haproxy: IPv6 in brackets. Unbracketed, haproxy reads the
+ * last ':' group as a port, so `addr 2001:db8::9` fails and a server at
+ * `2001:db8::` would be misread (Octavia writes them bare).
+ */
+export function haproxyAddress(ip: string, port?: number): string {
+  const host = isIPv6(ip) ? `[${ip}]` : ip;
+  return port === undefined ? host : `${host}:${port}`;
+}
+
 export interface MemberView {
   id: string;
+  /** address:port, IPv6 bracketed. */
   address: string;
-  port: number;
   weight: number;
   enabled: boolean;
   backup: boolean;
@@ -222,7 +233,7 @@ export class ViewBuilder {
       externalCheck,
       connectionLogging: this.settings.connectionLogging,
       peers: spec.topology === 'ACTIVE_STANDBY'
-        ? { name: peersName(spec.id), members: spec.amphorae.map((a) => ({ name: peerName(a.id), address: `${a.vrrp_ip}:1025` })) }
+        ? { name: peersName(spec.id), members: spec.amphorae.map((a) => ({ name: peerName(a.id), address: haproxyAddress(a.vrrp_ip, 1025) })) }
         : null,
       prometheus: this.haproxyListeners().some((l) => l.protocol === 'PROMETHEUS'),
       listeners: views,
@@ -255,7 +266,7 @@ export class ViewBuilder {
       hsts: l.hsts_max_age !== undefined
         ? `max-age=${l.hsts_max_age};${l.hsts_include_subdomains ? ' includeSubDomains;' : ''}${l.hsts_preload ? ' preload;' : ''}`
         : '',
-      binds: vips.map((ip) => `${ip}:${l.protocol_port}`),
+      binds: vips.map((ip) => haproxyAddress(ip, l.protocol_port)),
       bindOptions: this.bindOptions(l),
       policies: this.activePolicies(l).map(({ policy, rules }) => this.policy(l, policy, rules)),
       defaultBackend: def && isOn(def.admin_state_up) ? `${def.id}:${l.id}` : '',
@@ -389,12 +400,11 @@ function monitorView(m: HealthMonitorSpec): MonitorView {
 function memberView(m: MemberSpec): MemberView {
   return {
     id: m.id,
-    address: m.address,
-    port: m.protocol_port,
+    address: haproxyAddress(m.address, m.protocol_port),
     weight: m.weight,
     enabled: isOn(m.admin_state_up),
     backup: m.backup,
-    ...(m.monitor_address !== undefined ? { monitorAddress: m.monitor_address } : {}),
+    ...(m.monitor_address !== undefined ? { monitorAddress: haproxyAddress(m.monitor_address) } : {}),
     ...(m.monitor_port !== undefined ? { monitorPort: m.monitor_port } : {}),
   };
 }

@@ -223,6 +223,13 @@ function validRegex(value: string): boolean {
 
 type Report = (path: string, text: string) => void;
 
+/** OpenSSL 3 in the amphora has no SSLv3, and TLS 1.0/1.1 only below its default security level. */
+function tlsVersionProblems(versions: string[] | undefined, path: string, problem: Report): void {
+  if (versions && !versions.some((v) => v === 'TLSv1.2' || v === 'TLSv1.3')) {
+    problem(path, 'must include TLSv1.2 or TLSv1.3 (haproxy disables every older version with OpenSSL 3)');
+  }
+}
+
 function listenerProblems(l: ListenerSpec, path: string, problem: Report): void {
   const tls = TLS_LISTENERS.includes(l.protocol);
   if (l.protocol === 'TERMINATED_HTTPS' && l.default_tls_container_ref === undefined) {
@@ -237,6 +244,7 @@ function listenerProblems(l: ListenerSpec, path: string, problem: Report): void 
   if (l.sni_container_refs.length > 0 && l.default_tls_container_ref === undefined) {
     problem(`${path}.sni_container_refs`, 'needs default_tls_container_ref');
   }
+  tlsVersionProblems(l.tls_versions, `${path}.tls_versions`, problem);
   if (l.client_ca_tls_container_ref === undefined) {
     if (l.client_authentication !== 'NONE') problem(`${path}.client_authentication`, `${l.client_authentication} needs client_ca_tls_container_ref`);
     if (l.client_crl_container_ref !== undefined) problem(`${path}.client_crl_container_ref`, 'needs client_ca_tls_container_ref');
@@ -263,6 +271,7 @@ function poolProblems(pool: PoolSpec, path: string, problem: Report): void {
   for (const field of tlsOnly) {
     if (!pool.tls_enabled && pool[field] !== undefined) problem(`${path}.${field}`, 'needs tls_enabled: true');
   }
+  tlsVersionProblems(pool.tls_versions, `${path}.tls_versions`, problem);
   if (pool.tls_enabled && lvs) problem(`${path}.tls_enabled`, `is not allowed on a ${pool.protocol} pool`);
   if (pool.crl_container_ref !== undefined && pool.ca_tls_container_ref === undefined) {
     problem(`${path}.crl_container_ref`, 'needs ca_tls_container_ref');
