@@ -163,8 +163,8 @@ const listener = {
     protocol: { enum: ['HTTP', 'HTTPS', 'TCP', 'TERMINATED_HTTPS', 'PROMETHEUS', 'UDP', 'SCTP'] },
     protocol_port: PORT,
     admin_state_up: ENABLED,
-    // -1 means the configured default, as in Octavia.
-    connection_limit: { type: 'integer', minimum: -1, maximum: 1000000, not: { const: 0 } },
+    // -1 (and 0, as Octavia reads it) means the configured default.
+    connection_limit: { type: 'integer', minimum: -1, maximum: 1000000 },
     default_pool: pool,
     default_pool_id: ID,
     insert_headers: {
@@ -175,7 +175,7 @@ const listener = {
           'X-SSL-Client-SHA1', 'X-SSL-Client-Not-Before', 'X-SSL-Client-Not-After'],
       },
       // Octavia stores these as the strings "true"/"false"; booleans are accepted too.
-      additionalProperties: { anyOf: [{ type: 'boolean' }, { enum: ['true', 'false', 'True', 'False'] }] },
+      additionalProperties: { anyOf: [{ type: 'boolean' }, { type: 'string', pattern: '^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$' }] },
       default: {},
     },
     timeout_client_data: TIMEOUT_MS,

@@ -3,6 +3,8 @@
 // references, which protocol goes with which). Each failure names the exact
 // field, e.g. `listeners[2].default_pool.members[7].weight: must be <= 256`.
 import { Ajv, type ErrorObject } from 'ajv';
+import { isIP } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import addFormats from 'ajv-formats';
 import { LOAD_BALANCER_SCHEMA } from './schema.js';
 import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from './types.js';
@@ -70,13 +72,10 @@ function schemaProblems(errors: ErrorObject[]): string[] {
       case 'anyOf':
         line = JSON.stringify(e.schema).includes('ipv4')
           ? `${path}: must be an IPv4 or IPv6 address`
-          : `${path}: must be true, false, "true" or "false"`;
+          : `${path}: must be true or false (a boolean or the string)`;
         break;
       case 'pattern':
         line = `${path}: contains characters or a form that is not allowed (must match ${e.params.pattern})`;
-        break;
-      case 'not':
-        line = `${path}: must not be 0`;
         break;
       default:
         line = `${path || '(document)'}: ${e.message ?? 'is invalid'}`;
@@ -138,6 +137,11 @@ function relationProblems(spec: LoadBalancerSpec): string[] {
   const monitorId = unique('health monitor');
   const ports = new Map<string, string>();
   const amphoraId = unique('amphora');
+  const vipSeen = new Set([spec.vip_address]);
+  spec.additional_vips.forEach((v, i) => {
+    if (vipSeen.has(v.ip_address)) problem(`additional_vips[${i}].ip_address`, `${v.ip_address} is already a VIP of this load balancer`);
+    vipSeen.add(v.ip_address);
+  });
   spec.amphorae.forEach((a, i) => amphoraId(a.id, `amphorae[${i}].id`));
   if (spec.topology === 'ACTIVE_STANDBY' && spec.amphorae.length === 0) {
     problem('amphorae', 'an ACTIVE_STANDBY load balancer needs its amphorae (haproxy peers)');
@@ -187,6 +191,10 @@ function relationProblems(spec: LoadBalancerSpec): string[] {
         if (needs[p.action] === field && p[field] === undefined) problem(`${pp}.${field}`, `is required for action ${p.action}`);
         if (needs[p.action] !== field && p[field] !== undefined) problem(`${pp}.${field}`, `is not allowed with action ${p.action}`);
       }
+      for (const field of ['redirect_url', 'redirect_prefix'] as const) {
+        const url = p[field];
+        if (url !== undefined && !/^https?:\/\/[^/?#]+/i.test(url)) problem(`${pp}.${field}`, 'must be an http:// or https:// URL with a host');
+      }
       if (p.redirect_http_code !== undefined && p.action !== 'REDIRECT_TO_URL' && p.action !== 'REDIRECT_PREFIX') {
         problem(`${pp}.redirect_http_code`, `is not allowed with action ${p.action}`);
       }
@@ -206,19 +214,54 @@ function relationProblems(spec: LoadBalancerSpec): string[] {
           problem(`${rp}.compare_type`, `must be EQUAL_TO for rule type ${r.type}`);
         }
         if (r.compare_type === 'REGEX' && !validRegex(r.value)) problem(`${rp}.value`, 'is not a valid regular expression');
+        if (r.type === 'FILE_TYPE' && r.compare_type !== 'REGEX' && r.compare_type !== 'EQUAL_TO') {
+          problem(`${rp}.compare_type`, 'must be REGEX or EQUAL_TO for rule type FILE_TYPE');
+        }
+        if (r.type === 'SSL_DN_FIELD' && r.key !== undefined && !/^[A-Za-z][A-Za-z0-9-]*$/.test(r.key)) {
+          problem(`${rp}.key`, 'must be a distinguished-name field such as CN or OU');
+        }
       });
     });
   });
   return problems;
 }
 
+/**
+ * haproxy compiles REGEX values with PCRE2. JavaScript's parser is the
+ * nearest pure check; it also accepts a class range from a shorthand escape
+ * (`[\\d-z]`), which PCRE2 refuses, so that form is refused here too.
+ */
 function validRegex(value: string): boolean {
+  if (/\[[^\]]*\\[dDsSwW]-[^\]]/.test(value) || /\[[^\]]*[^\\]-\\[dDsSwW]/.test(value)) return false;
   try {
     new RegExp(value);
     return true;
   } catch {
     return false;
   }
+}
+
+/**
+ * OpenSSL refuses a cipher list in which no cipher is known, and haproxy the
+ * config. TLS 1.3 suite names (TLS_*) do not count: haproxy passes `ciphers`
+ * to SSL_CTX_set_cipher_list, which knows only TLS <= 1.2 ciphers, while
+ * Node would route them to the TLS 1.3 list.
+ */
+function knownCiphers(ciphers: string): boolean {
+  const legacy = ciphers.split(':').filter((c) => !/^TLS_/.test(c)).join(':');
+  if (legacy === '') return false;
+  try {
+    createSecureContext({ ciphers: legacy });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function cidrProblem(cidr: string): boolean {
+  const [ip, bits] = cidr.split('/') as [string, string];
+  const family = isIP(ip);
+  return family === 0 || Number(bits) > (family === 4 ? 32 : 128);
 }
 
 type Report = (path: string, text: string) => void;
@@ -240,11 +283,13 @@ function listenerProblems(l: ListenerSpec, path: string, problem: Report): void 
   for (const field of tlsOnly) {
     if (!tls && l[field] !== undefined) problem(`${path}.${field}`, `is only allowed on TERMINATED_HTTPS or PROMETHEUS listeners`);
   }
-  if (!tls && l.sni_container_refs.length > 0) problem(`${path}.sni_container_refs`, 'is only allowed on TERMINATED_HTTPS listeners');
+  if (!tls && l.sni_container_refs.length > 0) problem(`${path}.sni_container_refs`, 'is only allowed on TERMINATED_HTTPS or PROMETHEUS listeners');
   if (l.sni_container_refs.length > 0 && l.default_tls_container_ref === undefined) {
     problem(`${path}.sni_container_refs`, 'needs default_tls_container_ref');
   }
   tlsVersionProblems(l.tls_versions, `${path}.tls_versions`, problem);
+  if (l.tls_ciphers !== undefined && !knownCiphers(l.tls_ciphers)) problem(`${path}.tls_ciphers`, 'names no cipher OpenSSL knows');
+  (l.allowed_cidrs ?? []).forEach((c, i) => cidrProblem(c) && problem(`${path}.allowed_cidrs[${i}]`, `"${c}" is not an IPv4 or IPv6 CIDR`));
   if (l.client_ca_tls_container_ref === undefined) {
     if (l.client_authentication !== 'NONE') problem(`${path}.client_authentication`, `${l.client_authentication} needs client_ca_tls_container_ref`);
     if (l.client_crl_container_ref !== undefined) problem(`${path}.client_crl_container_ref`, 'needs client_ca_tls_container_ref');
@@ -272,6 +317,7 @@ function poolProblems(pool: PoolSpec, path: string, problem: Report): void {
     if (!pool.tls_enabled && pool[field] !== undefined) problem(`${path}.${field}`, 'needs tls_enabled: true');
   }
   tlsVersionProblems(pool.tls_versions, `${path}.tls_versions`, problem);
+  if (pool.tls_ciphers !== undefined && !knownCiphers(pool.tls_ciphers)) problem(`${path}.tls_ciphers`, 'names no cipher OpenSSL knows');
   if (pool.tls_enabled && lvs) problem(`${path}.tls_enabled`, `is not allowed on a ${pool.protocol} pool`);
   if (pool.crl_container_ref !== undefined && pool.ca_tls_container_ref === undefined) {
     problem(`${path}.crl_container_ref`, 'needs ca_tls_container_ref');
@@ -301,9 +347,14 @@ function poolProblems(pool: PoolSpec, path: string, problem: Report): void {
     if (range && Number(range[1]) > Number(range[2])) problem(`${hp}.expected_codes`, 'range start is above its end');
   }
   const memberId = new Map<string, number>();
+  const endpoint = new Map<string, number>();
   pool.members.forEach((m, i) => {
     const prior = memberId.get(m.id);
     if (prior !== undefined) problem(`${path}.members[${i}].id`, `duplicate member id "${m.id}" (also members[${prior}])`);
     else memberId.set(m.id, i);
+    const at = `${m.address} ${m.protocol_port}`;
+    const same = endpoint.get(at);
+    if (same !== undefined) problem(`${path}.members[${i}]`, `${m.address} port ${m.protocol_port} is already members[${same}]`);
+    else endpoint.set(at, i);
   });
 }
