@@ -17,6 +17,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issue, makeCa, type Ca } from './certs.js';
+import { testDir } from './haproxies.js';
 
 export const FIXTURE_CERT_FILES = [
   'server.pem', 'sni-a.pem', 'sni-b.pem', 'client-ca.pem', 'client-crl.pem',
@@ -65,4 +66,15 @@ export function writeFixtureCerts(dir: string): void {
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** A test directory with the fixture certificates in certs/ and an empty work/ for `checkSpec` scratch trees. */
+export async function fixtureWorkspace(prefix: string): Promise<{ certDir: string; workRoot: string }> {
+  const dir = await testDir(prefix);
+  const certDir = join(dir, 'certs');
+  const workRoot = join(dir, 'work');
+  mkdirSync(certDir);
+  mkdirSync(workRoot);
+  writeFixtureCerts(certDir);
+  return { certDir, workRoot };
 }

@@ -6,11 +6,11 @@
 // no untyped exception, no config haproxy rejects.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readdirSync, readFileSync, mkdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
-import { HAPROXIES, testDir, TEST_ROOT } from '../helpers/haproxies.js';
-import { writeFixtureCerts } from '../helpers/fixture-certs.js';
+import { HAPROXIES, TEST_ROOT } from '../helpers/haproxies.js';
+import { fixtureWorkspace } from '../helpers/fixture-certs.js';
 import { SpecError, validateSpec } from '../../agent/spec/validate.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type RenderTarget } from '../../agent/render/settings.js';
@@ -144,12 +144,7 @@ let workRoot: string;
 const targets: { command: string[]; label: string; target: RenderTarget }[] = [];
 
 t.before(loud(async () => {
-  const dir = await testDir('mutation');
-  certDir = join(dir, 'certs');
-  workRoot = join(dir, 'work');
-  mkdirSync(certDir);
-  mkdirSync(workRoot);
-  writeFixtureCerts(certDir);
+  ({ certDir, workRoot } = await fixtureWorkspace('mutation'));
   for (const h of HAPROXIES) {
     const caps = await haproxyCapabilities(h.command, join(TEST_ROOT, 'probes'));
     targets.push({ command: h.command, label: h.label, target: { initStateAtStartup: caps.initStateAppliedAtStartup } });

@@ -127,6 +127,17 @@ SETTINGS = {
 }
 
 
+
+def fill_tls_defaults(obj, kind):
+    """What Octavia's API stores for left-out TLS settings ([api_settings] default_<kind>_*)."""
+    api = CONF.api_settings
+    if obj.tls_ciphers is None:
+        obj.tls_ciphers = getattr(api, 'default_%s_ciphers' % kind)
+    if obj.tls_versions is None:
+        obj.tls_versions = list(getattr(api, 'default_%s_tls_versions' % kind))
+    if obj.alpn_protocols is None:
+        obj.alpn_protocols = list(getattr(api, 'default_%s_alpn_protocols' % kind))
+
 class WarningCollector(logging.Handler):
     """Keeps Octavia's log warnings (e.g. a sanitised redirect URL or a dropped L7 rule)."""
 
@@ -221,13 +232,7 @@ class Builder:
             tls_ciphers=p.get('tls_ciphers'), tls_versions=copy_list(p.get('tls_versions')),
             alpn_protocols=copy_list(p.get('alpn_protocols')))
         if self.api_defaults and tls_enabled:
-            api = CONF.api_settings
-            if pool.tls_ciphers is None:
-                pool.tls_ciphers = api.default_pool_ciphers
-            if pool.tls_versions is None:
-                pool.tls_versions = list(api.default_pool_tls_versions)
-            if pool.alpn_protocols is None:
-                pool.alpn_protocols = list(api.default_pool_alpn_protocols)
+            fill_tls_defaults(pool, 'pool')
         for m in p.get('members', []):
             pool.members.append(dm.Member(
                 id=m['id'], project_id=self.project_id, pool_id=pool.id, ip_address=m['address'],
@@ -302,13 +307,7 @@ class Builder:
             tls_ciphers=l.get('tls_ciphers'), tls_versions=copy_list(l.get('tls_versions')),
             alpn_protocols=copy_list(l.get('alpn_protocols')))
         if self.api_defaults and listener.protocol == constants.PROTOCOL_TERMINATED_HTTPS:
-            api = CONF.api_settings
-            if listener.tls_ciphers is None:
-                listener.tls_ciphers = api.default_listener_ciphers
-            if listener.tls_versions is None:
-                listener.tls_versions = list(api.default_listener_tls_versions)
-            if listener.alpn_protocols is None:
-                listener.alpn_protocols = list(api.default_listener_alpn_protocols)
+            fill_tls_defaults(listener, 'listener')
 
         for p in l.get('l7policies', []):
             policy = self.policy(p, listener)

@@ -9,11 +9,11 @@
 // the exact field path.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
-import { HAPROXIES, TEST_ROOT, testDir } from '../helpers/haproxies.js';
-import { writeFixtureCerts } from '../helpers/fixture-certs.js';
+import { HAPROXIES, TEST_ROOT } from '../helpers/haproxies.js';
+import { fixtureWorkspace } from '../helpers/fixture-certs.js';
 import { diffConfigs, formatDifferences } from '../helpers/haproxy-compare.js';
 import { OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
 import { SpecError, validateSpec } from '../../agent/spec/validate.js';
@@ -54,12 +54,7 @@ let workRoot: string;
 
 t.before(loud(async () => {
   octavia = await OctaviaRenderer.start();
-  const dir = await testDir('parity');
-  certDir = join(dir, 'certs');
-  workRoot = join(dir, 'work');
-  mkdirSync(certDir);
-  mkdirSync(workRoot);
-  writeFixtureCerts(certDir);
+  ({ certDir, workRoot } = await fixtureWorkspace('parity'));
 }));
 
 t.after(async () => {
