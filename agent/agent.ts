@@ -33,6 +33,7 @@ export async function buildEngine(config: AgentConfig, log: Logger): Promise<Hap
     supervisor: await buildSupervisor(config),
     log: log.child({ module: 'engine' }),
     protectNewMembers: config.amphoraAgent.protectNewMembers,
+    drainTimeoutMs: config.amphoraAgent.memberDrainTimeout * 1000,
   });
 }
 

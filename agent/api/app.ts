@@ -1,13 +1,15 @@
-// The HTTP application: request logging, version discovery, API 1.0, and
-// Octavia's framework error shapes for everything else.
+// The HTTP application: request logging, version discovery, API 1.0 (what
+// Octavia's controller calls), API 2.0 (specs), and Octavia's framework error
+// shapes for everything else.
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from '../log.js';
 import { sendFrameworkError, sendJson } from './errors.js';
 import { createV1Router, type V1Deps } from './v1/router.js';
+import { createV2Router, type V2Deps } from './v2/router.js';
 
 export const API_VERSION = '1.0';
 
-export function createApp(deps: V1Deps & { log: Logger }): express.Express {
+export function createApp(deps: V1Deps & Omit<V2Deps, 'log'> & { log: Logger }): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -25,6 +27,7 @@ export function createApp(deps: V1Deps & { log: Logger }): express.Express {
   app.get(['/', '//'], (_req, res) => sendJson(res, 200, { api_version: API_VERSION }));
   app.all(['/', '//'], (_req, res) => sendFrameworkError(res, 405));
   app.use(`/${API_VERSION}`, createV1Router(deps));
+  app.use('/2.0', createV2Router(deps));
 
   app.use((_req: Request, res: Response) => sendFrameworkError(res, 404));
   app.use((err: Error & { status?: number; type?: string }, req: Request, res: Response, _next: NextFunction) => {

@@ -12,6 +12,7 @@ import { validateSpec, SpecError } from '../spec/validate.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
 import { haproxyCapabilities } from '../haproxy/capabilities.js';
 import { peerName } from '../haproxy/layout.js';
+import { certificateFiles } from '../loadbalancer/spec-store.js';
 import { run } from '../system/exec.js';
 import { ensureDir, removeTree, writeFileAtomic } from '../system/files.js';
 
@@ -159,16 +160,7 @@ export async function checkCommand(args: string[]): Promise<number> {
 }
 
 async function copyCertificates(spec: LoadBalancerSpec, from: string, to: string): Promise<void> {
-  const names = new Set<string>();
-  for (const l of spec.listeners) {
-    for (const f of [l.default_tls_container_ref, ...l.sni_container_refs, l.client_ca_tls_container_ref, l.client_crl_container_ref]) {
-      if (f !== undefined) names.add(f);
-    }
-  }
-  for (const p of [...spec.pools, ...spec.listeners.flatMap((l) => (l.default_pool ? [l.default_pool] : []))]) {
-    for (const f of [p.tls_container_ref, p.ca_tls_container_ref, p.crl_container_ref]) if (f !== undefined) names.add(f);
-  }
-  for (const name of names) {
+  for (const name of certificateFiles(spec)) {
     try {
       await copyFile(join(from, name), join(to, name));
     } catch {

@@ -6,6 +6,8 @@ import { ConfigStore } from '../config/store.js';
 import { HeartbeatSender } from '../health/sender.js';
 import { buildEngine, packageVersion } from '../agent.js';
 import { createApp } from '../api/app.js';
+import { ApplyMetrics } from '../loadbalancer/metrics.js';
+import { LoadBalancerService } from '../loadbalancer/service.js';
 import { createMtlsServer } from '../api/tls-server.js';
 import { rootLogger } from '../log.js';
 import { run } from '../system/exec.js';
@@ -58,10 +60,13 @@ export async function serve(args: string[]): Promise<void> {
     haproxy: haproxy || caps.version, keepalived: keepalived!, ipvsadm: ipvsadm!,
   }));
   let reloadServerCertificate = async () => undefined as void;
+  const metrics = new ApplyMetrics();
   const app = createApp({
     log: log.child({ module: 'api' }),
     engine,
     config: store,
+    metrics,
+    loadBalancers: new LoadBalancerService({ engine, config: store, metrics }),
     packageVersions: () => versions,
     reloadServerCertificate: () => reloadServerCertificate(),
   });
@@ -82,6 +87,9 @@ export async function serve(args: string[]): Promise<void> {
     // systemd restarts a dead haproxy (Restart=always); without it, the agent does.
     setInterval(() => void engine.restartDead(), 2000).unref();
   }
+  // Members added at runtime on a haproxy without a working init-state wait in
+  // maintenance until a check passes; this makes them ready soon after.
+  setInterval(() => void engine.promotePending(), 200).unref();
   // The heartbeat runs in this process: building it takes milliseconds and
   // happens once per heartbeat_interval, so it does not hold up the API.
   new HeartbeatSender({ config: store, log: log.child({ module: 'heartbeat' }), loadBalancerIds: () => engine.loadBalancerIds() }).start();

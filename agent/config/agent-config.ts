@@ -40,6 +40,8 @@ export interface AgentConfig {
     systemdUnitDir: string;
     /** Added: hold new members down until their first health checks pass. */
     protectNewMembers: boolean;
+    /** Added: seconds a member removed through API 2.0 may keep its sessions before they are closed. */
+    memberDrainTimeout: number;
   };
   controllerWorker: {
     loadbalancerTopology: 'SINGLE' | 'ACTIVE_STANDBY';
@@ -136,6 +138,7 @@ export function parseAgentConfig(text: string): AgentConfig {
       userGroupFile: str(aa, 'user_group_file', join(basePath, 'haproxy-default-user-group.conf')),
       systemdUnitDir: str(aa, 'systemd_unit_dir', '/usr/lib/systemd/system'),
       protectNewMembers: bool(aa, 'amphora_agent', 'protect_new_members', true),
+      memberDrainTimeout: int(aa, 'amphora_agent', 'member_drain_timeout', 30, 0, 86400),
     },
     render: {
       basePath,

@@ -23,6 +23,8 @@ import { loadBalancerFiles, peerName as peerNameOf, type LoadBalancerFiles } fro
 import { workerCommand } from './master-cli.js';
 import { LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
 import { planProtection, type ProtectionMethod } from './protection.js';
+import { planRuntime, type RuntimePlan, type RuntimeStep } from './runtime-plan.js';
+import { RuntimeApi, RuntimeCommandError, type PendingMember } from './runtime.js';
 import { parseServerState, type ServerStateDump } from './server-state.js';
 
 export interface EngineOptions {
@@ -34,6 +36,20 @@ export interface EngineOptions {
   log: Logger;
   /** Hold new members down until their checks pass (default true; off only to prove tests can fail). */
   protectNewMembers?: boolean;
+  /** How long a member removed at runtime may keep its sessions before they are closed (default 30 s). */
+  drainTimeoutMs?: number;
+}
+
+/** What applying a config did: nothing, runtime commands only, or a (re)load. */
+export interface ChangeReport {
+  result: 'unchanged' | 'runtime' | 'reloaded' | 'started';
+  /** The member changes, when they went through the runtime API. */
+  steps: RuntimeStep[];
+  /** Why a reload was needed (null for runtime changes and no change). */
+  reloadReason: string | null;
+  /** Members waiting in maintenance for their first passing check ("backend/server"). */
+  pending: string[];
+  reload: ReloadReport | null;
 }
 
 export interface ReloadReport {
@@ -116,6 +132,69 @@ export class HaproxyEngine {
         throw err;
       }
     });
+  }
+
+  /**
+   * API 2.0: make `text` the running config. When only members changed and
+   * haproxy runs the accepted config, the change goes through the runtime API
+   * and the files are updated to match, with no reload; otherwise (or when a
+   * runtime command is refused, or `forceReload` gives a reason such as
+   * changed certificate files) it is validated and loaded like apply().
+   */
+  applyChange(lbId: string, amphoraId: string, text: string, opts: { forceReload?: string } = {}): Promise<ChangeReport> {
+    return this.lock.run(lbId, async () => {
+      const files = this.files(lbId);
+      const plan = opts.forceReload ? { steps: [], reloadReason: opts.forceReload } : await this.planChange(lbId, text);
+      if (plan.reloadReason === null && plan.steps.length === 0 && (await readTextIfExists(files.config)) === text) {
+        return { result: 'unchanged', steps: [], reloadReason: null, pending: [], reload: null };
+      }
+      if (plan.reloadReason === null) {
+        try {
+          return await this.runtimeChange(lbId, text, plan.steps);
+        } catch (err) {
+          if (!(err instanceof RuntimeCommandError)) throw err;
+          this.opts.log.warn({ lbId, err: err.message }, 'runtime change refused by haproxy; reloading instead');
+          plan.reloadReason = `haproxy refused a runtime command: ${err.message}`;
+        }
+      }
+      await this.ensureUserGroupFile();
+      const previous = await readTextIfExists(files.config);
+      await this.validate(lbId, amphoraId, text);
+      await this.commitCandidate(lbId, amphoraId);
+      try {
+        const reload = await this.load(lbId);
+        return { result: reload.action, steps: [], reloadReason: plan.reloadReason, pending: [], reload };
+      } catch (err) {
+        if (previous !== null) await writeFileAtomic(files.config, previous, 0o600);
+        else await removeFile(files.config);
+        throw err;
+      }
+    });
+  }
+
+  /** What applyChange would do with `text`, without doing it. */
+  previewChange(lbId: string, text: string): Promise<RuntimePlan> {
+    return this.lock.run(lbId, () => this.planChange(lbId, text));
+  }
+
+  /**
+   * Make ready the members that wait in maintenance for a passing check (see
+   * runtime.ts). The agent calls this a few times a second.
+   */
+  async promotePending(): Promise<void> {
+    for (const lbId of await this.loadBalancerIds()) {
+      const files = this.files(lbId);
+      if (!(await exists(files.pendingReady))) continue;
+      await this.lock.run(lbId, async () => {
+        const pending = await this.readPending(files);
+        if (pending.length === 0) return;
+        const waiting = await new RuntimeApi(files.masterSocket, this.drainTimeoutMs).promote(pending);
+        if (waiting.length !== pending.length) {
+          this.opts.log.info({ lbId, ready: pending.filter((p) => !waiting.includes(p)).map((p) => `${p.backend}/${p.server}`) }, 'members passed their first check');
+          await this.writePending(files, waiting);
+        }
+      }).catch((err: Error) => this.opts.log.warn({ lbId, err: err.message }, 'cannot promote pending members'));
+    }
   }
 
   /** Load the accepted config: reload when haproxy runs, start it otherwise. */
@@ -241,6 +320,48 @@ export class HaproxyEngine {
 
   // --- internals (callers hold the lock) ---
 
+  private get drainTimeoutMs(): number {
+    return this.opts.drainTimeoutMs ?? 30_000;
+  }
+
+  /** Runtime changes are planned against the live config, when it is exactly the accepted one and haproxy runs it. */
+  private async planChange(lbId: string, text: string): Promise<RuntimePlan> {
+    const files = this.files(lbId);
+    const accepted = await readTextIfExists(files.config);
+    if (accepted === null) return { steps: [], reloadReason: 'new load balancer' };
+    if ((await readTextIfExists(files.live)) !== accepted) return { steps: [], reloadReason: 'the live config carries protection edits' };
+    if (!(await this.opts.supervisor.status(await this.instance(lbId))).running) return { steps: [], reloadReason: 'haproxy is not running' };
+    return planRuntime(accepted, text);
+  }
+
+  private async runtimeChange(lbId: string, text: string, steps: RuntimeStep[]): Promise<ChangeReport> {
+    const files = this.files(lbId);
+    const result = await new RuntimeApi(files.masterSocket, this.drainTimeoutMs).apply(steps);
+    // The files follow, so the next reload (state dump included) keeps the members.
+    await writeFileAtomic(files.config, text, 0o600);
+    await writeFileAtomic(files.live, text, 0o600);
+    const applied = await this.readApplied(files);
+    await this.writeApplied(files, { workerPid: applied?.workerPid ?? null, masterReloads: applied?.masterReloads ?? 0, liveMd5: md5(text) });
+    const key = (p: { backend: string; server: string }) => `${p.backend}/${p.server}`;
+    const pending = [
+      ...(await this.readPending(files)).filter((p) => !result.settled.includes(key(p)) && !result.pending.some((q) => key(q) === key(p))),
+      ...result.pending,
+    ];
+    await this.writePending(files, pending);
+    this.opts.log.info({ lbId, steps: steps.map((s) => `${s.kind} ${s.backend}/${s.server}`), pending: result.pending.map(key) }, 'members changed at runtime');
+    return { result: 'runtime', steps, reloadReason: null, pending: result.pending.map(key), reload: null };
+  }
+
+  private async readPending(files: LoadBalancerFiles): Promise<PendingMember[]> {
+    const text = await readTextIfExists(files.pendingReady);
+    return text ? (JSON.parse(text) as PendingMember[]) : [];
+  }
+
+  private async writePending(files: LoadBalancerFiles, pending: PendingMember[]): Promise<void> {
+    if (pending.length === 0) await removeFile(files.pendingReady);
+    else await writeFileAtomic(files.pendingReady, JSON.stringify(pending), 0o600);
+  }
+
   private async commitCandidate(lbId: string, amphoraId: string): Promise<void> {
     const files = this.files(lbId);
     await renameDurable(files.candidate, files.config);
@@ -265,6 +386,10 @@ export class HaproxyEngine {
     const before = await this.opts.supervisor.status(inst);
     const config = readConfig(configText);
     const running = before.running ? await this.runningState(inst, config.serverStateFile) : null;
+    // Members waiting in (CLI) maintenance for a first passing check would keep
+    // that maintenance through the state file: they start again as new members.
+    const pending = new Set((await this.readPending(files)).map((p) => `${p.backend}/${p.server}`));
+    if (running && pending.size > 0) running.entries = running.entries.filter((e) => !pending.has(`${e.backend}/${e.server}`));
     const method: ProtectionMethod | null = this.opts.protectNewMembers === false
       ? null
       : caps.initStateAppliedAtStartup ? 'init-state' : 'state-file';
@@ -296,6 +421,7 @@ export class HaproxyEngine {
     }
     await this.writeApplied(files, { workerPid: after.workerPid, masterReloads: after.table?.reloads ?? 0, liveMd5: md5(plan.effectiveConfig) });
     await removeFile(files.livePrevious);
+    await this.writePending(files, []);
 
     const report: ReloadReport = {
       action: before.running ? 'reloaded' : 'started',

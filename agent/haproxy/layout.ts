@@ -27,6 +27,10 @@ export interface LoadBalancerFiles {
   meta: string;
   /** Present while haproxy is stopped on purpose (API stop): the watchdog leaves it down. */
   stopped: string;
+  /** Members added or re-enabled at runtime that wait in maintenance for their first passing check. */
+  pendingReady: string;
+  /** The accepted load-balancer spec and its ETag (API 2.0). */
+  spec: string;
 }
 
 export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFiles {
@@ -44,6 +48,8 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
     applied: join(dir, 'applied.json'),
     meta: join(dir, 'agent.json'),
     stopped: join(dir, 'stopped'),
+    pendingReady: join(dir, 'pending-ready.json'),
+    spec: join(dir, 'spec.json'),
   };
 }
 

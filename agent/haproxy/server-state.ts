@@ -11,6 +11,10 @@ export interface ServerStateEntry {
   /** 0 STOPPED, 1 STARTING, 2 RUNNING, 3 STOPPING */
   opState: number;
   adminState: number;
+  /** Result of the last check: 0 unknown, 1 neutral, 2 failed, 3 passed, 4 conditionally passed. */
+  checkResult: number;
+  /** Check health counter: the server is up at `rise` and above. */
+  checkHealth: number;
   /** The line exactly as haproxy printed it. */
   raw: string;
 }
@@ -45,6 +49,8 @@ export function parseServerState(text: string): ServerStateDump {
       address: f[4]!,
       opState: Number(f[5]),
       adminState: Number(f[6]),
+      checkResult: Number(f[11]),
+      checkHealth: Number(f[12]),
       port: f[18]!,
       raw: trimmed,
     });

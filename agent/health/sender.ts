@@ -23,7 +23,8 @@ import { addLvsListener, buildHeartbeat, parseShowStat, type CounterStore, type 
 /** The largest UDP payload over IPv4; the receiver reads at most 64 KiB. */
 export const MAX_DATAGRAM = 65_507;
 
-function statsSocketQuery(path: string, timeoutMs = 2000): Promise<string> {
+/** `show stat` on a haproxy stats socket (the one Octavia configs declare per load balancer). */
+export function statsSocketQuery(path: string, timeoutMs = 2000): Promise<string> {
   return new Promise((resolve, reject) => {
     let out = '';
     const s = createConnection(path);

@@ -1,0 +1,124 @@
+// The OpenAPI 3.1 description of API 2.0, generated from the spec's JSON
+// Schema so the two cannot drift. Served at /2.0/openapi.json and kept in the
+// repository as docs/openapi-2.0.json (a test compares them).
+import { LOAD_BALANCER_SCHEMA } from '../../spec/schema.js';
+
+const json = (schema: object) => ({ 'application/json': { schema } });
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const error = (description: string) => ({ description, content: json(ref('Error')) });
+const lbId = { name: 'lb_id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' } };
+const certName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\\.pem$' } };
+const ifMatch = {
+  name: 'If-Match', in: 'header', required: false, schema: { type: 'string' },
+  description: 'The ETag of the spec this change is based on ("*": any existing spec). A different current ETag gives 412.',
+};
+
+export function openApiDocument(): object {
+  const { $schema: _schema, $id: _id, ...specSchema } = LOAD_BALANCER_SCHEMA;
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Octavia amphora agent, API 2.0',
+      version: '2.0',
+      description: 'Declarative load balancers: PUT a spec (Octavia\'s object model as JSON), the agent renders and applies it; ' +
+        'member-only changes go through haproxy\'s runtime API without a reload. Served over HTTPS with mutual TLS, like API 1.0.',
+    },
+    paths: {
+      '/2.0/loadbalancers/{lb_id}': {
+        parameters: [lbId],
+        put: {
+          summary: 'Create or replace a load balancer from its spec',
+          parameters: [ifMatch, { name: 'dry_run', in: 'query', required: false, schema: { type: 'boolean' },
+            description: 'Validate and render only: returns the config and the change plan, haproxy is not touched.' }],
+          requestBody: { required: true, content: json(ref('LoadBalancerSpec')) },
+          responses: {
+            200: { description: 'Applied (or, with dry_run, planned)', headers: { ETag: { schema: { type: 'string' } } }, content: json(ref('ApplyResult')) },
+            201: { description: 'Created', headers: { ETag: { schema: { type: 'string' } } }, content: json(ref('ApplyResult')) },
+            400: error('Invalid spec: one line per problem with its field path'),
+            409: error('A certificate file the spec names has not been uploaded'),
+            412: error('If-Match does not match the current ETag'),
+            422: error('haproxy refused the rendered configuration (for example an unreadable certificate)'),
+            500: error('haproxy did not load the configuration; it keeps serving the previous one'),
+          },
+        },
+        get: {
+          summary: 'The current spec, its ETag and the rendered haproxy config',
+          responses: { 200: { description: 'OK', headers: { ETag: { schema: { type: 'string' } } }, content: json(ref('StoredSpec')) }, 404: error('No such load balancer') },
+        },
+        delete: {
+          summary: 'Stop and remove the load balancer',
+          parameters: [ifMatch],
+          responses: { 204: { description: 'Removed' }, 404: error('No such load balancer'), 412: error('If-Match does not match') },
+        },
+      },
+      '/2.0/loadbalancers/{lb_id}/status': {
+        parameters: [lbId],
+        get: {
+          summary: 'Operating status of listeners, pools and members, from haproxy (as the heartbeat reports them)',
+          responses: { 200: { description: 'OK', content: json(ref('Status')) }, 404: error('No such load balancer') },
+        },
+      },
+      '/2.0/loadbalancers/{lb_id}/certificates/{name}': {
+        parameters: [lbId, certName],
+        put: {
+          summary: 'Store a PEM file (certificate with key, CA or CRL) for this load balancer',
+          requestBody: { required: true, content: { 'application/x-pem-file': { schema: { type: 'string' } } } },
+          responses: { 204: { description: 'Stored' }, 400: error('Not a PEM file') },
+        },
+        delete: { summary: 'Remove a PEM file', responses: { 204: { description: 'Removed' }, 404: error('No such file') } },
+      },
+      '/2.0/openapi.json': { get: { summary: 'This document', responses: { 200: { description: 'OK' } } } },
+      '/2.0/metrics': {
+        get: {
+          summary: 'Reloads, runtime changes, failed applies and apply latency, in Prometheus text format',
+          responses: { 200: { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } } },
+        },
+      },
+    },
+    components: {
+      schemas: {
+        LoadBalancerSpec: specSchema,
+        ApplyResult: {
+          type: 'object',
+          required: ['result', 'etag', 'changes'],
+          properties: {
+            result: { enum: ['started', 'reloaded', 'runtime', 'unchanged', 'dry_run'] },
+            etag: { type: 'string' },
+            changes: { type: 'array', items: { type: 'string' }, description: 'Spec objects added, removed or changed' },
+            runtime: { type: 'array', items: { type: 'string' }, description: 'Member changes applied through the runtime API' },
+            reload_reason: { type: ['string', 'null'] },
+            pending: { type: 'array', items: { type: 'string' }, description: 'Members in maintenance until their first passing check' },
+            plan: { enum: ['unchanged', 'runtime', 'reload'], description: 'dry_run only' },
+            config: { type: 'string', description: 'dry_run only: the rendered haproxy config' },
+          },
+        },
+        StoredSpec: {
+          type: 'object',
+          properties: { spec: ref('LoadBalancerSpec'), etag: { type: 'string' }, config: { type: 'string' } },
+        },
+        Status: {
+          type: 'object',
+          properties: {
+            id: { type: 'string' },
+            listeners: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, operating_status: { type: 'string' }, haproxy_status: { type: 'string' } } } },
+            pools: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  id: { type: 'string' }, listener_id: { type: 'string' }, operating_status: { type: 'string' }, haproxy_status: { type: 'string' },
+                  members: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, operating_status: { type: 'string' }, haproxy_status: { type: 'string' } } } },
+                },
+              },
+            },
+          },
+        },
+        Error: {
+          type: 'object',
+          required: ['error', 'message'],
+          properties: { error: { type: 'string' }, message: { type: 'string' }, problems: { type: 'array', items: { type: 'string' } } },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,135 @@
+// Member changes through haproxy's runtime API (the worker CLI, reached over
+// the master socket), so they need no reload. The protection rule holds here
+// too: a member added or re-enabled at runtime gets no traffic before its
+// health check passes.
+//  - haproxy with a working init-state (3.1+, probed): the server line carries
+//    `init-state fully-down`, so `enable server` leaves it DOWN until checks pass.
+//  - older haproxy: leaving maintenance makes a server UP at once (seen on 2.6),
+//    so it stays in maintenance with checks running, and is made ready only
+//    once a check passed (`pendingReady`, driven by the engine's ready watcher).
+import { workerCommand } from './master-cli.js';
+import { parseServerState, type ServerStateEntry } from './server-state.js';
+import { riseOf, type RuntimeStep } from './runtime-plan.js';
+
+export class RuntimeCommandError extends Error {}
+
+export interface PendingMember {
+  backend: string;
+  server: string;
+  /** Check health at which haproxy counts the server up. */
+  rise: number;
+}
+
+export interface RuntimeResult {
+  /** Members in maintenance until their first passing check. */
+  pending: PendingMember[];
+  /** Members that were made ready or removed: no longer pending. */
+  settled: string[];
+}
+
+// Answers that mean success; anything else is haproxy explaining a refusal.
+const OK_ANSWERS = /^(|New server registered\.|Server deleted\.)$/;
+
+export class RuntimeApi {
+  constructor(private readonly socket: string, private readonly drainTimeoutMs: number) {}
+
+  async command(cmd: string): Promise<void> {
+    const answer = (await workerCommand(this.socket, cmd, 5000)).trim();
+    if (!OK_ANSWERS.test(answer)) throw new RuntimeCommandError(`"${cmd}": ${answer}`);
+  }
+
+  async servers(backend?: string): Promise<ServerStateEntry[]> {
+    const text = await workerCommand(this.socket, backend ? `show servers state ${backend}` : 'show servers state', 5000);
+    return parseServerState(text).entries;
+  }
+
+  async apply(steps: RuntimeStep[]): Promise<RuntimeResult> {
+    const result: RuntimeResult = { pending: [], settled: [] };
+    for (const step of steps) {
+      const id = `${step.backend}/${step.server}`;
+      switch (step.kind) {
+        case 'add': {
+          // A dynamic server starts in maintenance with checks off.
+          await this.command(`add server ${id} ${step.args.filter((a) => a !== 'disabled').join(' ')}`);
+          if (step.checked) await this.command(`enable health ${id}`);
+          if (!step.enabled) break;
+          if (!step.checked || step.args.includes('init-state')) await this.command(`enable server ${id}`);
+          else result.pending.push({ backend: step.backend, server: step.server, rise: riseOf(step.args) });
+          break;
+        }
+        case 'weight':
+          await this.command(`set server ${id} weight ${step.weight}`);
+          break;
+        case 'admin-down':
+          await this.command(`set server ${id} state maint`);
+          result.settled.push(id);
+          break;
+        case 'admin-up': {
+          // Checks go on in maintenance, so a member that passes them may return at once.
+          const entry = (await this.servers(step.backend)).find((e) => e.server === step.server);
+          if (!step.checked || step.initState || (entry && hasPassed(entry, step.rise))) await this.command(`set server ${id} state ready`);
+          else result.pending.push({ backend: step.backend, server: step.server, rise: step.rise });
+          break;
+        }
+        case 'remove':
+          await this.remove(step.backend, step.server);
+          result.settled.push(id);
+          break;
+      }
+    }
+    return result;
+  }
+
+  /**
+   * Drain (no new sessions), wait for the sessions to end or the drain
+   * timeout, then maintenance, close what is left and delete. `del server`
+   * also waits for idle pooled connections to go, hence the retries.
+   */
+  private async remove(backend: string, server: string): Promise<void> {
+    const id = `${backend}/${server}`;
+    const deadline = Date.now() + this.drainTimeoutMs;
+    await this.command(`set server ${id} state drain`);
+    while (Date.now() < deadline && (await this.activeSessions(backend, server)) > 0) await sleep(50);
+    await this.command(`set server ${id} state maint`);
+    await this.command(`shutdown sessions server ${id}`);
+    for (;;) {
+      try {
+        await this.command(`del server ${id}`);
+        return;
+      } catch (err) {
+        if (Date.now() >= deadline + 2000) throw err;
+        await sleep(100);
+      }
+    }
+  }
+
+  private async activeSessions(backend: string, server: string): Promise<number> {
+    const csv = await workerCommand(this.socket, 'show stat', 5000);
+    for (const line of csv.split('\n')) {
+      const f = line.split(',');
+      if (f[0] === backend && f[1] === server) return Number(f[4] || 0); // scur
+    }
+    return 0;
+  }
+
+  /** Make ready the pending members whose checks passed; returns those still waiting. */
+  async promote(pending: PendingMember[]): Promise<PendingMember[]> {
+    if (pending.length === 0) return [];
+    const entries = await this.servers();
+    const waiting: PendingMember[] = [];
+    for (const p of pending) {
+      const entry = entries.find((e) => e.backend === p.backend && e.server === p.server);
+      if (!entry) continue; // removed meanwhile
+      if (hasPassed(entry, p.rise)) await this.command(`set server ${p.backend}/${p.server} state ready`);
+      else waiting.push(p);
+    }
+    return waiting;
+  }
+}
+
+/** The last check passed and the health counter reached `rise`. */
+function hasPassed(entry: ServerStateEntry, rise: number): boolean {
+  return entry.checkResult === 3 && entry.checkHealth >= rise;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,45 @@
+// What a new spec changes compared with the accepted one, object by object,
+// in words a control-plane author reads: "member p1/m3 added",
+// "member p1/m2 changed: weight 1 -> 5". Pure.
+import type { LoadBalancerSpec, PoolSpec } from '../spec/types.js';
+
+type Flat = Map<string, Record<string, unknown>>;
+
+/** Each object of the spec under "<kind> <id>", with its own fields only (children are objects of their own). */
+function flatten(spec: LoadBalancerSpec): Flat {
+  const out: Flat = new Map();
+  const own = (obj: object, children: string[]) =>
+    Object.fromEntries(Object.entries(obj).filter(([k]) => !children.includes(k)));
+  out.set('load balancer', own(spec, ['listeners', 'pools']));
+  const pool = (p: PoolSpec) => {
+    out.set(`pool ${p.id}`, own(p, ['members']));
+    for (const m of p.members) out.set(`member ${p.id}/${m.id}`, own(m, []));
+  };
+  spec.pools.forEach(pool);
+  for (const l of spec.listeners) {
+    out.set(`listener ${l.id}`, { ...own(l, ['default_pool', 'l7policies']), default_pool_id: l.default_pool?.id ?? l.default_pool_id });
+    if (l.default_pool) pool(l.default_pool);
+    for (const p of l.l7policies) out.set(`L7 policy ${l.id}/${p.id}`, own(p, []));
+  }
+  return out;
+}
+
+export function describeChanges(before: LoadBalancerSpec | null, after: LoadBalancerSpec): string[] {
+  if (before === null) return ['load balancer created'];
+  const a = flatten(before);
+  const b = flatten(after);
+  const out: string[] = [];
+  for (const [k, v] of b) {
+    const was = a.get(k);
+    if (!was) {
+      out.push(`${k} added`);
+      continue;
+    }
+    const fields = [...new Set([...Object.keys(was), ...Object.keys(v)])].sort()
+      .filter((f) => JSON.stringify(was[f]) !== JSON.stringify(v[f]))
+      .map((f) => `${f} ${JSON.stringify(was[f]) ?? '(unset)'} -> ${JSON.stringify(v[f]) ?? '(unset)'}`);
+    if (fields.length > 0) out.push(`${k} changed: ${fields.join(', ')}`);
+  }
+  for (const k of a.keys()) if (!b.has(k)) out.push(`${k} removed`);
+  return out;
+}

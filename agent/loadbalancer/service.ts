@@ -1,0 +1,190 @@
+// API 2.0's domain: a load balancer described by a spec. put() validates,
+// renders and applies it through the engine (runtime API when only members
+// changed, a reload otherwise), with optimistic concurrency on the spec's
+// ETag; everything for one load balancer runs under one lock, so concurrent
+// writers are applied one after the other and the files always hold one
+// whole spec and the config rendered from it.
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import type { ConfigStore } from '../config/store.js';
+import type { ChangeReport, HaproxyEngine } from '../haproxy/engine.js';
+import { KeyedLock } from '../haproxy/keyed-lock.js';
+import { statsSocket } from '../haproxy/layout.js';
+import { parseShowStat } from '../health/message.js';
+import { statsSocketQuery } from '../health/sender.js';
+import { renderLoadBalancer } from '../render/render.js';
+import type { LoadBalancerSpec } from '../spec/types.js';
+import { validateSpec } from '../spec/validate.js';
+import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
+import { describeChanges } from './changes.js';
+import type { ApplyMetrics } from './metrics.js';
+import { certificateFiles, readStoredSpec, removeStoredSpec, specEtag, writeStoredSpec, type StoredSpec } from './spec-store.js';
+import { loadBalancerStatus, type LoadBalancerStatus } from './status.js';
+
+export class PreconditionFailedError extends Error {
+  constructor(readonly currentEtag: string | null) {
+    super(currentEtag === null ? 'the load balancer does not exist' : `the spec changed: its ETag is now ${currentEtag}`);
+  }
+}
+
+export class SpecMismatchError extends Error {}
+export class UnsupportedSpecError extends Error {}
+
+export interface PutResult {
+  result: ChangeReport['result'] | 'dry_run';
+  created: boolean;
+  etag: string;
+  changes: string[];
+  /** For runtime changes: the haproxy commands' subjects; for reloads, why. */
+  runtime: string[];
+  reloadReason: string | null;
+  /** Members still in maintenance until their first passing check. */
+  pending: string[];
+  /** With dry_run: the rendered config and what applying it would do. */
+  config?: string;
+  plan?: 'unchanged' | 'runtime' | 'reload';
+}
+
+export interface PutOptions {
+  ifMatch?: string;
+  dryRun?: boolean;
+}
+
+const sha256 = (data: string) => createHash('sha256').update(data).digest('hex');
+
+export class LoadBalancerService {
+  private readonly lock = new KeyedLock();
+
+  constructor(private readonly deps: { engine: HaproxyEngine; config: ConfigStore; metrics: ApplyMetrics }) {}
+
+  private certDir(lbId: string): string {
+    return join(this.deps.config.current.haproxyAmphora.baseCertDir, lbId);
+  }
+
+  private specPath(lbId: string): string {
+    return this.deps.engine.files(lbId).spec;
+  }
+
+  private checkPrecondition(current: StoredSpec | null, ifMatch: string | undefined): void {
+    if (ifMatch === undefined) return;
+    if (ifMatch === '*' ? current === null : current?.etag !== ifMatch) throw new PreconditionFailedError(current?.etag ?? null);
+  }
+
+  async put(lbId: string, document: unknown, opts: PutOptions = {}): Promise<PutResult> {
+    const spec = validateSpec(document);
+    if (spec.id !== lbId) throw new SpecMismatchError(`the spec's id "${spec.id}" is not the load balancer in the path ("${lbId}")`);
+    if (spec.listeners.some((l) => l.protocol === 'UDP' || l.protocol === 'SCTP')) {
+      throw new UnsupportedSpecError('UDP and SCTP listeners are not applied through API 2.0 yet (they render: see `amphora-agent render`)');
+    }
+    return this.lock.run(lbId, async () => {
+      const started = process.hrtime.bigint();
+      const current = await readStoredSpec(this.specPath(lbId));
+      this.checkPrecondition(current, opts.ifMatch);
+      const etag = specEtag(spec);
+      const changes = describeChanges(current?.spec ?? null, spec);
+      const caps = await this.deps.engine.capabilities();
+      const rendered = renderLoadBalancer(spec, this.deps.config.current.render, { initStateAtStartup: caps.initStateAppliedAtStartup });
+      const config = rendered.haproxyConfig!;
+      const certificates = await this.certificateFingerprints(spec);
+      const certificatesChanged = JSON.stringify(certificates) !== JSON.stringify(current?.certificates ?? {});
+
+      if (opts.dryRun) {
+        const plan = await this.deps.engine.previewChange(lbId, config);
+        const same = (await this.deps.engine.acceptedConfig(lbId)) === config && !certificatesChanged;
+        return {
+          result: 'dry_run', created: current === null, etag, changes, config,
+          plan: plan.reloadReason !== null || certificatesChanged ? 'reload' : same ? 'unchanged' : 'runtime',
+          runtime: plan.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`),
+          reloadReason: certificatesChanged && plan.reloadReason === null ? 'certificates changed' : plan.reloadReason, pending: [],
+        };
+      }
+
+      for (const f of rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
+      let report: ChangeReport;
+      try {
+        report = certificatesChanged && current !== null
+          ? await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, { forceReload: 'certificates changed' })
+          : await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config);
+      } catch (err) {
+        this.deps.metrics.record('failed', seconds(started));
+        throw err;
+      }
+      await writeStoredSpec(this.specPath(lbId), { spec, etag, certificates });
+      this.deps.metrics.record(report.result, seconds(started));
+      return {
+        result: report.result, created: current === null, etag, changes,
+        runtime: report.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`),
+        reloadReason: report.reloadReason, pending: report.pending,
+      };
+    });
+  }
+
+  async get(lbId: string): Promise<(StoredSpec & { config: string }) | null> {
+    const stored = await readStoredSpec(this.specPath(lbId));
+    if (!stored) return null;
+    return { ...stored, config: (await this.deps.engine.acceptedConfig(lbId)) ?? '' };
+  }
+
+  /** Remove the load balancer; false when there was none. */
+  async delete(lbId: string, ifMatch?: string): Promise<boolean> {
+    return this.lock.run(lbId, async () => {
+      const current = await readStoredSpec(this.specPath(lbId));
+      this.checkPrecondition(current, ifMatch);
+      if (current === null && !(await this.deps.engine.exists(lbId))) return false;
+      await this.deps.engine.delete(lbId);
+      await removeStoredSpec(this.specPath(lbId));
+      await removeTree(this.certDir(lbId));
+      return true;
+    });
+  }
+
+  async status(lbId: string): Promise<LoadBalancerStatus | null> {
+    const stored = await readStoredSpec(this.specPath(lbId));
+    if (!stored) return null;
+    const socket = statsSocket(this.deps.config.current.haproxyAmphora.basePath, lbId);
+    const rows = await statsSocketQuery(socket).then(parseShowStat).catch(() => []);
+    return loadBalancerStatus(stored.spec, rows);
+  }
+
+  async putCertificate(lbId: string, name: string, pem: Buffer): Promise<void> {
+    await ensureDir(this.certDir(lbId), 0o700);
+    await writeFileAtomic(join(this.certDir(lbId), name), pem, 0o600);
+  }
+
+  async deleteCertificate(lbId: string, name: string): Promise<boolean> {
+    const path = join(this.certDir(lbId), name);
+    if ((await readTextIfExists(path)) === null) return false;
+    await removeFile(path);
+    return true;
+  }
+
+  private amphoraId(lbId: string): string {
+    return this.deps.config.current.amphoraAgent.amphoraId ?? lbId;
+  }
+
+  /** sha256 of each certificate file the spec names; a missing file is an error the caller can fix. */
+  private async certificateFingerprints(spec: LoadBalancerSpec): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    for (const name of certificateFiles(spec)) {
+      const pem = await readTextIfExists(join(this.certDir(spec.id), name));
+      if (pem === null) throw new MissingCertificateError(name);
+      out[name] = sha256(pem);
+    }
+    return out;
+  }
+
+  private async writeCrtList(lbId: string, path: string, content: string): Promise<void> {
+    await ensureDir(this.certDir(lbId), 0o700);
+    if ((await readTextIfExists(path)) !== content) await writeFileAtomic(path, content, 0o600);
+  }
+}
+
+export class MissingCertificateError extends Error {
+  constructor(readonly file: string) {
+    super(`certificate file "${file}" has not been uploaded (PUT /2.0/loadbalancers/{id}/certificates/${file})`);
+  }
+}
+
+function seconds(started: bigint): number {
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}

@@ -1,0 +1,54 @@
+// The accepted spec of each API 2.0 load balancer, with its ETag and the
+// fingerprints of the certificate files it was applied with (a changed
+// certificate needs a reload even when the rendered config is the same).
+import { createHash } from 'node:crypto';
+import type { LoadBalancerSpec } from '../spec/types.js';
+import { readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
+
+export interface StoredSpec {
+  spec: LoadBalancerSpec;
+  etag: string;
+  /** Certificate file name -> sha256 of its content, at the last apply. */
+  certificates: Record<string, string>;
+}
+
+/** A strong ETag of the spec with its defaults filled in: the same spec, however written, has one ETag. */
+export function specEtag(spec: LoadBalancerSpec): string {
+  return `"${createHash('sha256').update(canonicalJson(spec)).digest('hex').slice(0, 32)}"`;
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export async function readStoredSpec(path: string): Promise<StoredSpec | null> {
+  const text = await readTextIfExists(path);
+  return text ? (JSON.parse(text) as StoredSpec) : null;
+}
+
+export async function writeStoredSpec(path: string, stored: StoredSpec): Promise<void> {
+  await writeFileAtomic(path, JSON.stringify(stored), 0o600);
+}
+
+export async function removeStoredSpec(path: string): Promise<void> {
+  await removeFile(path);
+}
+
+/** Every certificate file a spec names. */
+export function certificateFiles(spec: LoadBalancerSpec): string[] {
+  const names = new Set<string>();
+  for (const l of spec.listeners) {
+    for (const f of [l.default_tls_container_ref, ...l.sni_container_refs, l.client_ca_tls_container_ref, l.client_crl_container_ref]) {
+      if (f !== undefined) names.add(f);
+    }
+  }
+  for (const p of [...spec.pools, ...spec.listeners.flatMap((l) => (l.default_pool ? [l.default_pool] : []))]) {
+    for (const f of [p.tls_container_ref, p.ca_tls_container_ref, p.crl_container_ref]) if (f !== undefined) names.add(f);
+  }
+  return [...names].sort();
+}

@@ -1,0 +1,44 @@
+// Operating status of a load balancer's listeners, pools and members, read
+// from haproxy the way the heartbeat reads it and mapped to Octavia's
+// operating statuses the way the health manager maps heartbeat values. Pure.
+import { buildHeartbeat, type StatRow } from '../health/message.js';
+import type { LoadBalancerSpec } from '../spec/types.js';
+
+export interface LoadBalancerStatus {
+  id: string;
+  listeners: { id: string; operating_status: string; haproxy_status: string }[];
+  pools: {
+    id: string;
+    listener_id: string;
+    operating_status: string;
+    haproxy_status: string;
+    members: { id: string; operating_status: string; haproxy_status: string }[];
+  }[];
+}
+
+const LISTENER: Record<string, string> = { OPEN: 'ONLINE', FULL: 'DEGRADED' };
+const POOL: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR' };
+const MEMBER: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR', DRAIN: 'DRAINING', MAINT: 'OFFLINE', 'no check': 'NO_MONITOR' };
+
+/** haproxy prints transitions ("UP 1/2", "DOWN 1/2"): the first word is the state the heartbeat reports. */
+const settled = (status: string) => (status.startsWith('no check') ? 'no check' : status.split(' ')[0]!);
+
+export function loadBalancerStatus(spec: LoadBalancerSpec, rows: StatRow[]): LoadBalancerStatus {
+  const { message } = buildHeartbeat(spec.id, 0, rows, {});
+  const out: LoadBalancerStatus = { id: spec.id, listeners: [], pools: [] };
+  for (const l of spec.listeners) {
+    const seen = message.listeners[l.id]?.status;
+    out.listeners.push({ id: l.id, haproxy_status: seen ?? 'absent', operating_status: seen ? LISTENER[seen] ?? 'OFFLINE' : 'OFFLINE' });
+  }
+  for (const [key, pool] of Object.entries(message.pools)) {
+    const [poolId, listenerId] = key.split(':') as [string, string];
+    out.pools.push({
+      id: poolId,
+      listener_id: listenerId,
+      haproxy_status: pool.status,
+      operating_status: POOL[settled(pool.status)] ?? 'OFFLINE',
+      members: Object.entries(pool.members).map(([id, s]) => ({ id, haproxy_status: s, operating_status: MEMBER[settled(s)] ?? 'OFFLINE' })),
+    });
+  }
+  return out;
+}
