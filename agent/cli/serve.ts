@@ -66,7 +66,7 @@ export async function serve(args: string[]): Promise<void> {
     engine,
     config: store,
     metrics,
-    loadBalancers: new LoadBalancerService({ engine, config: store, metrics }),
+    loadBalancers: new LoadBalancerService({ engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }) }),
     packageVersions: () => versions,
     reloadServerCertificate: () => reloadServerCertificate(),
   });

@@ -7,7 +7,6 @@
 //
 // On any failure haproxy keeps serving the previous config, which stays the
 // live one on disk, and the caller gets a typed error with haproxy's message.
-import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../log.js';
@@ -20,7 +19,7 @@ import { readConfig } from './config-reader.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { loadBalancerFiles, peerName as peerNameOf, type LoadBalancerFiles } from './layout.js';
-import { workerCommand } from './master-cli.js';
+import { MasterCliError, workerCommand } from './master-cli.js';
 import { LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
 import { planProtection, type ProtectionMethod } from './protection.js';
 import { planRuntime, type RuntimePlan, type RuntimeStep } from './runtime-plan.js';
@@ -38,6 +37,12 @@ export interface EngineOptions {
   protectNewMembers?: boolean;
   /** How long a member removed at runtime may keep its sessions before they are closed (default 30 s). */
   drainTimeoutMs?: number;
+}
+
+/** A file that belongs with a config (the spec it was rendered from): written once the config is applied. */
+export interface Companion {
+  path: string;
+  data: string;
 }
 
 /** What applying a config did: nothing, runtime commands only, or a (re)load. */
@@ -66,10 +71,8 @@ interface AppliedRecord {
   workerPid: number | null;
   /** The master's reload counter after this load. */
   masterReloads: number;
-  liveMd5: string;
 }
 
-const md5 = (text: string) => createHash('md5').update(text).digest('hex');
 
 export class HaproxyEngine {
   private readonly lock = new KeyedLock();
@@ -141,20 +144,28 @@ export class HaproxyEngine {
    * runtime command is refused, or `forceReload` gives a reason such as
    * changed certificate files) it is validated and loaded like apply().
    */
-  applyChange(lbId: string, amphoraId: string, text: string, opts: { forceReload?: string } = {}): Promise<ChangeReport> {
+  applyChange(lbId: string, amphoraId: string, text: string, opts: { forceReload?: string; companions?: Companion[] } = {}): Promise<ChangeReport> {
     return this.lock.run(lbId, async () => {
       const files = this.files(lbId);
+      const companions = opts.companions ?? [];
       const plan = opts.forceReload ? { steps: [], reloadReason: opts.forceReload } : await this.planChange(lbId, text);
-      if (plan.reloadReason === null && plan.steps.length === 0 && (await readTextIfExists(files.config)) === text) {
+      if (plan.reloadReason === null && plan.steps.length === 0 && (await readTextIfExists(files.config)) === text
+        && (await this.opts.supervisor.status(await this.instance(lbId))).running) {
+        for (const f of companions) await writeFileAtomic(f.path, f.data, 0o600);
         return { result: 'unchanged', steps: [], reloadReason: null, pending: [], reload: null };
       }
       if (plan.reloadReason === null) {
         try {
-          return await this.runtimeChange(lbId, text, plan.steps);
+          return await this.runtimeChange(lbId, text, plan.steps, companions);
         } catch (err) {
-          if (!(err instanceof RuntimeCommandError)) throw err;
-          this.opts.log.warn({ lbId, err: err.message }, 'runtime change refused by haproxy; reloading instead');
-          plan.reloadReason = `haproxy refused a runtime command: ${err.message}`;
+          if (err instanceof MasterCliError) {
+            plan.reloadReason = `haproxy's runtime API did not answer: ${err.message}`;
+            this.opts.log.warn({ lbId, err: err.message }, 'runtime API unreachable; loading instead');
+          } else {
+            if (!(err instanceof RuntimeCommandError)) throw err;
+            this.opts.log.warn({ lbId, err: err.message }, 'runtime change refused by haproxy; reloading instead');
+            plan.reloadReason = `haproxy refused a runtime command: ${err.message}`;
+          }
         }
       }
       await this.ensureUserGroupFile();
@@ -163,6 +174,7 @@ export class HaproxyEngine {
       await this.commitCandidate(lbId, amphoraId);
       try {
         const reload = await this.load(lbId);
+        for (const f of companions) await writeFileAtomic(f.path, f.data, 0o600);
         return { result: reload.action, steps: [], reloadReason: plan.reloadReason, pending: [], reload };
       } catch (err) {
         if (previous !== null) await writeFileAtomic(files.config, previous, 0o600);
@@ -295,7 +307,7 @@ export class HaproxyEngine {
         const table = status.table;
         const reloaded = table !== null && applied !== null && table.reloads > applied.masterReloads && table.failedReloads === 0;
         if (reloaded && live !== null) {
-          await this.writeApplied(files, { workerPid: status.workerPid, masterReloads: table.reloads, liveMd5: md5(live) });
+          await this.writeApplied(files, { workerPid: status.workerPid, masterReloads: table.reloads });
           this.opts.log.warn({ lbId, workerPid: status.workerPid }, 'interrupted reload had completed; keeping the new live config');
         } else {
           await writeFileAtomic(files.live, previous, 0o600);
@@ -330,18 +342,17 @@ export class HaproxyEngine {
     const accepted = await readTextIfExists(files.config);
     if (accepted === null) return { steps: [], reloadReason: 'new load balancer' };
     if ((await readTextIfExists(files.live)) !== accepted) return { steps: [], reloadReason: 'the live config carries protection edits' };
-    if (!(await this.opts.supervisor.status(await this.instance(lbId))).running) return { steps: [], reloadReason: 'haproxy is not running' };
+    // Whether haproxy runs is not asked here (it costs a master CLI round
+    // trip): a runtime command to a stopped haproxy fails and falls back to a load.
     return planRuntime(accepted, text);
   }
 
-  private async runtimeChange(lbId: string, text: string, steps: RuntimeStep[]): Promise<ChangeReport> {
+  private async runtimeChange(lbId: string, text: string, steps: RuntimeStep[], companions: Companion[]): Promise<ChangeReport> {
     const files = this.files(lbId);
     const result = await new RuntimeApi(files.masterSocket, this.drainTimeoutMs).apply(steps);
-    // The files follow, so the next reload (state dump included) keeps the members.
-    await writeFileAtomic(files.config, text, 0o600);
-    await writeFileAtomic(files.live, text, 0o600);
-    const applied = await this.readApplied(files);
-    await this.writeApplied(files, { workerPid: applied?.workerPid ?? null, masterReloads: applied?.masterReloads ?? 0, liveMd5: md5(text) });
+    // The files follow, so the next reload (state dump included) keeps the
+    // members: accepted and live config are the same text here, one write.
+    await Promise.all([writeFileAtomic([files.config, files.live], text, 0o600), ...companions.map((f) => writeFileAtomic(f.path, f.data, 0o600))]);
     const key = (p: { backend: string; server: string }) => `${p.backend}/${p.server}`;
     const pending = [
       ...(await this.readPending(files)).filter((p) => !result.settled.includes(key(p)) && !result.pending.some((q) => key(q) === key(p))),
@@ -419,7 +430,7 @@ export class HaproxyEngine {
       if (before.running) await this.reloadPrevious(inst, failure);
       throw failure;
     }
-    await this.writeApplied(files, { workerPid: after.workerPid, masterReloads: after.table?.reloads ?? 0, liveMd5: md5(plan.effectiveConfig) });
+    await this.writeApplied(files, { workerPid: after.workerPid, masterReloads: after.table?.reloads ?? 0 });
     await removeFile(files.livePrevious);
     await this.writePending(files, []);
 

@@ -16,9 +16,11 @@ import { renderLoadBalancer } from '../render/render.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
 import { validateSpec } from '../spec/validate.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
+import { afterHaproxyChange } from './announce.js';
 import { describeChanges } from './changes.js';
+import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
-import { certificateFiles, readStoredSpec, removeStoredSpec, specEtag, writeStoredSpec, type StoredSpec } from './spec-store.js';
+import { certificateFiles, readStoredSpec, removeStoredSpec, specEtag, storedSpecText, type StoredSpec } from './spec-store.js';
 import { loadBalancerStatus, type LoadBalancerStatus } from './status.js';
 
 export class PreconditionFailedError extends Error {
@@ -54,8 +56,10 @@ const sha256 = (data: string) => createHash('sha256').update(data).digest('hex')
 
 export class LoadBalancerService {
   private readonly lock = new KeyedLock();
+  /** The stored specs, read once: only this service writes them, under its lock. */
+  private readonly specs = new Map<string, StoredSpec | null>();
 
-  constructor(private readonly deps: { engine: HaproxyEngine; config: ConfigStore; metrics: ApplyMetrics }) {}
+  constructor(private readonly deps: { engine: HaproxyEngine; config: ConfigStore; metrics: ApplyMetrics; log: Logger }) {}
 
   private certDir(lbId: string): string {
     return join(this.deps.config.current.haproxyAmphora.baseCertDir, lbId);
@@ -63,6 +67,11 @@ export class LoadBalancerService {
 
   private specPath(lbId: string): string {
     return this.deps.engine.files(lbId).spec;
+  }
+
+  private async stored(lbId: string): Promise<StoredSpec | null> {
+    if (!this.specs.has(lbId)) this.specs.set(lbId, await readStoredSpec(this.specPath(lbId)));
+    return this.specs.get(lbId)!;
   }
 
   private checkPrecondition(current: StoredSpec | null, ifMatch: string | undefined): void {
@@ -78,7 +87,7 @@ export class LoadBalancerService {
     }
     return this.lock.run(lbId, async () => {
       const started = process.hrtime.bigint();
-      const current = await readStoredSpec(this.specPath(lbId));
+      const current = await this.stored(lbId);
       this.checkPrecondition(current, opts.ifMatch);
       const etag = specEtag(spec);
       const changes = describeChanges(current?.spec ?? null, spec);
@@ -101,16 +110,20 @@ export class LoadBalancerService {
 
       for (const f of rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
       let report: ChangeReport;
+      // The spec is stored with the config it renders to, once that config is applied.
+      const next: StoredSpec = { spec, etag, certificates };
+      const companions = [{ path: this.specPath(lbId), data: storedSpecText(next) }];
+      const forceReload = certificatesChanged && current !== null ? 'certificates changed' : undefined;
       try {
-        report = certificatesChanged && current !== null
-          ? await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, { forceReload: 'certificates changed' })
-          : await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config);
+        report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, { companions, ...(forceReload ? { forceReload } : {}) });
       } catch (err) {
         this.deps.metrics.record('failed', seconds(started));
+        this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
         throw err;
       }
-      await writeStoredSpec(this.specPath(lbId), { spec, etag, certificates });
+      this.specs.set(lbId, next);
       this.deps.metrics.record(report.result, seconds(started));
+      if (report.result === 'started' || report.result === 'reloaded') await afterHaproxyChange(this.deps, lbId, true);
       return {
         result: report.result, created: current === null, etag, changes,
         runtime: report.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`),
@@ -120,7 +133,7 @@ export class LoadBalancerService {
   }
 
   async get(lbId: string): Promise<(StoredSpec & { config: string }) | null> {
-    const stored = await readStoredSpec(this.specPath(lbId));
+    const stored = await this.lock.run(lbId, () => this.stored(lbId));
     if (!stored) return null;
     return { ...stored, config: (await this.deps.engine.acceptedConfig(lbId)) ?? '' };
   }
@@ -128,18 +141,20 @@ export class LoadBalancerService {
   /** Remove the load balancer; false when there was none. */
   async delete(lbId: string, ifMatch?: string): Promise<boolean> {
     return this.lock.run(lbId, async () => {
-      const current = await readStoredSpec(this.specPath(lbId));
+      const current = await this.stored(lbId);
       this.checkPrecondition(current, ifMatch);
       if (current === null && !(await this.deps.engine.exists(lbId))) return false;
       await this.deps.engine.delete(lbId);
       await removeStoredSpec(this.specPath(lbId));
+      this.specs.set(lbId, null);
       await removeTree(this.certDir(lbId));
+      await afterHaproxyChange(this.deps, lbId, false);
       return true;
     });
   }
 
   async status(lbId: string): Promise<LoadBalancerStatus | null> {
-    const stored = await readStoredSpec(this.specPath(lbId));
+    const stored = await this.lock.run(lbId, () => this.stored(lbId));
     if (!stored) return null;
     const socket = statsSocket(this.deps.config.current.haproxyAmphora.basePath, lbId);
     const rows = await statsSocketQuery(socket).then(parseShowStat).catch(() => []);

@@ -3,7 +3,7 @@
 // certificate needs a reload even when the rendered config is the same).
 import { createHash } from 'node:crypto';
 import type { LoadBalancerSpec } from '../spec/types.js';
-import { readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
+import { readTextIfExists, removeFile } from '../system/files.js';
 
 export interface StoredSpec {
   spec: LoadBalancerSpec;
@@ -31,8 +31,9 @@ export async function readStoredSpec(path: string): Promise<StoredSpec | null> {
   return text ? (JSON.parse(text) as StoredSpec) : null;
 }
 
-export async function writeStoredSpec(path: string, stored: StoredSpec): Promise<void> {
-  await writeFileAtomic(path, JSON.stringify(stored), 0o600);
+/** The file's content; the engine writes it along with the config (see Companion). */
+export function storedSpecText(stored: StoredSpec): string {
+  return JSON.stringify(stored);
 }
 
 export async function removeStoredSpec(path: string): Promise<void> {

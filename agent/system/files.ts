@@ -1,14 +1,22 @@
 // The one place the agent writes files. Writes are atomic (temp file, fsync,
 // rename, fsync of the directory) so a crash leaves either the old or the new
 // content on disk, never a torn file.
-import { open, rename, rm, readFile, mkdir, stat } from 'node:fs/promises';
+import { link, open, rename, rm, readFile, mkdir, stat } from 'node:fs/promises';
 import { dirname, basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-export async function writeFileAtomic(path: string, data: string | Buffer, mode = 0o600): Promise<void> {
-  const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  const fh = await open(tmp, 'w', mode);
+/**
+ * Write `data` to `path`, or to several paths of one directory at once (hard
+ * links of one synced temp file: one data fsync and one directory fsync for
+ * all of them).
+ */
+export async function writeFileAtomic(path: string | string[], data: string | Buffer, mode = 0o600): Promise<void> {
+  const paths = Array.isArray(path) ? path : [path];
+  const dir = dirname(paths[0]!);
+  if (paths.some((p) => dirname(p) !== dir)) throw new Error('writeFileAtomic: all paths must share one directory');
+  const temp = (p: string) => join(dir, `.${basename(p)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const tmps = paths.map(temp);
+  const fh = await open(tmps[0]!, 'w', mode);
   try {
     await fh.writeFile(data);
     await fh.chmod(mode);
@@ -17,9 +25,10 @@ export async function writeFileAtomic(path: string, data: string | Buffer, mode 
     await fh.close();
   }
   try {
-    await rename(tmp, path);
+    for (const t of tmps.slice(1)) await link(tmps[0]!, t);
+    for (let i = 0; i < paths.length; i++) await rename(tmps[i]!, paths[i]!);
   } catch (err) {
-    await rm(tmp, { force: true });
+    await Promise.all(tmps.map((t) => rm(t, { force: true })));
     throw err;
   }
   await syncDir(dir);

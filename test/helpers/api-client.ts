@@ -12,14 +12,16 @@ export interface ApiReply {
   json: any;
 }
 
-export function apiRequest(agent: AgentUnderTest, method: string, path: string, opts: { body?: unknown; raw?: string | Buffer; headers?: Record<string, string> } = {}): Promise<ApiReply> {
+/** `connection`: a keep-alive https.Agent to reuse TLS connections (default: a new connection per request). */
+export function apiRequest(agent: AgentUnderTest, method: string, path: string,
+  opts: { body?: unknown; raw?: string | Buffer; headers?: Record<string, string>; connection?: https.Agent } = {}): Promise<ApiReply> {
   const payload = opts.raw !== undefined ? opts.raw : opts.body !== undefined ? JSON.stringify(opts.body) : undefined;
   return new Promise((resolve, reject) => {
     const req = https.request({
       host: '127.0.0.1', port: agent.port, method, path, servername: agent.amphoraId,
       ca: readFileSync(agent.serverCa.cert), cert: readFileSync(agent.client.cert), key: readFileSync(agent.client.key),
       headers: { ...(payload !== undefined ? { 'Content-Type': 'application/json' } : {}), ...opts.headers },
-      agent: false,
+      agent: opts.connection ?? false,
     }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (d: Buffer) => chunks.push(d));

@@ -20,8 +20,8 @@ import { isObjectId, isPemFilename } from '../params.js';
 import { registerNetworkRoutes } from './network.js';
 import { lvsAction, lvsDelete, registerKeepalivedRoutes, type KeepalivedDeps } from './keepalived.js';
 import { KeepalivedFailedError, keepalivedPid } from '../../keepalived/process.js';
-import { lvsInstance, lvsListenerIds, lvsStatus, updateHaproxyCheckScript } from '../../keepalived/service.js';
-import { announceAddresses } from '../../net/advertise.js';
+import { lvsInstance, lvsListenerIds, lvsStatus } from '../../keepalived/service.js';
+import { afterHaproxyChange as announce } from '../../loadbalancer/announce.js';
 
 export interface V1Deps {
   engine: HaproxyEngine;
@@ -266,17 +266,7 @@ export function createV1Router(deps: V1Deps): Router {
    * balancers that run; in SINGLE topology the listening addresses are
    * announced after a (re)start.
    */
-  async function afterHaproxyChange(lbId: string, running: boolean): Promise<void> {
-    const c = deps.config.current;
-    if (c.controllerWorker.loadbalancerTopology === 'ACTIVE_STANDBY') {
-      const base = c.haproxyAmphora.basePath;
-      const lbs = (await engine.loadBalancerIds()).filter((lb) => running || lb !== lbId);
-      await updateHaproxyCheckScript(base, lbs.map((lb) => statsSocket(base, lb)), (await lvsListenerIds(base)).length > 0);
-    } else if (running && c.amphoraAgent.networkNamespace) {
-      const binds = readConfig((await engine.acceptedConfig(lbId)) ?? '').frontends.flatMap((f) => f.bindAddresses);
-      await announceAddresses(c.amphoraAgent.networkNamespace, binds, deps.log);
-    }
-  }
+  const afterHaproxyChange = (lbId: string, running: boolean) => announce(deps, lbId, running);
 
   registerNetworkRoutes(r, () => {
     const c = deps.config.current;

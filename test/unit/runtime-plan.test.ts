@@ -1,0 +1,47 @@
+// Which config changes the runtime API can carry, and in which order.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { planRuntime } from '../../agent/haproxy/runtime-plan.js';
+import { describeChanges } from '../../agent/loadbalancer/changes.js';
+import { validateSpec } from '../../agent/spec/validate.js';
+
+const cfg = (servers: string[], extra = '') => [
+  'global', '    maxconn 100', '', 'frontend f', '    bind 127.0.0.1:80', '    default_backend b', extra,
+  'backend b', '    balance roundrobin', ...servers.map((s) => `    server ${s}`), '',
+].join('\n');
+
+test('member add, weight, admin state and removal are runtime steps, added first, removed last', () => {
+  const before = cfg(['m1 10.0.0.1:80 weight 1 check inter 1s', 'm2 10.0.0.2:80 weight 1 check inter 1s', 'm3 10.0.0.3:80 weight 1 disabled']);
+  const after = cfg(['m1 10.0.0.1:80 weight 5 check inter 1s', 'm2 10.0.0.2:80 weight 1 check inter 1s disabled', 'm3 10.0.0.3:80 weight 1', 'm4 10.0.0.4:80 weight 2 check inter 1s rise 3']);
+  const plan = planRuntime(before, after);
+  assert.is(plan.reloadReason, null);
+  assert.equal(plan.steps.map((s) => `${s.kind} ${s.server}`), ['add m4', 'weight m1', 'admin-down m2', 'admin-up m3']);
+  const add = plan.steps[0]!;
+  assert.equal(add.kind === 'add' && add.args, ['10.0.0.4:80', 'weight', '2', 'check', 'inter', '1s', 'rise', '3']);
+  const removed = planRuntime(after, before);
+  assert.equal(removed.steps.at(-1), { kind: 'remove', backend: 'b', server: 'm4' });
+});
+
+test('anything beyond members needs a reload', () => {
+  const base = cfg(['m1 10.0.0.1:80 weight 1 check']);
+  assert.match(planRuntime(base, cfg(['m1 10.0.0.1:80 weight 1 check'], '    timeout client 5s')).reloadReason!, /more than members/);
+  assert.match(planRuntime(base, cfg(['m1 10.0.0.9:80 weight 1 check'])).reloadReason!, /m1 changed/);
+  assert.match(planRuntime(base, cfg(['m1 10.0.0.1:80 weight 1 check backup'])).reloadReason!, /m1 changed/);
+  assert.equal(planRuntime(base, base), { steps: [], reloadReason: null });
+});
+
+test('changes are described object by object', () => {
+  const spec = (weight: number, extra: object[] = []) => validateSpec({
+    id: 'lb', vip_address: '203.0.113.1',
+    listeners: [{ id: 'l', protocol: 'HTTP', protocol_port: 80, default_pool: {
+      id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm1', address: '192.0.2.1', protocol_port: 80, weight }, ...extra],
+    } }],
+  });
+  assert.equal(describeChanges(null, spec(1)), ['load balancer created']);
+  assert.equal(describeChanges(spec(1), spec(5, [{ id: 'm2', address: '192.0.2.2', protocol_port: 80 }])), [
+    'member p/m1 changed: weight 1 -> 5', 'member p/m2 added',
+  ]);
+  assert.equal(describeChanges(spec(1, [{ id: 'm2', address: '192.0.2.2', protocol_port: 80 }]), spec(1)), ['member p/m2 removed']);
+});
+
+test.run();
