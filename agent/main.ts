@@ -9,6 +9,7 @@ import { heartbeat } from './cli/heartbeat.js';
 import { vrrpCheck } from './cli/vrrp-check.js';
 import { checkCommand, renderCommand, RENDER_USAGE, UsageError } from './cli/render.js';
 import { SpecError } from './spec/validate.js';
+import { openApiDocument } from './api/v2/openapi.js';
 
 const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
   serve       run the agent (default); without --config-file, a development
@@ -17,7 +18,8 @@ const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
               keepalived's check: exit 0 when every haproxy stats socket answers
   heartbeat --print [--config-file PATH]
               show the next heartbeat message, decoded (not sent)
-${RENDER_USAGE}`;
+${RENDER_USAGE}
+  openapi     print the OpenAPI document of API 2.0 (docs/openapi-2.0.json)`;
 
 async function main(argv: string[]): Promise<void> {
   const [first, ...rest] = argv;
@@ -39,6 +41,8 @@ async function main(argv: string[]): Promise<void> {
     case 'check':
       process.exitCode = await checkCommand(rest);
       return;
+    case 'openapi':
+      return void process.stdout.write(`${JSON.stringify(openApiDocument(), null, 2)}\n`);
     case 'help':
       return void console.log(USAGE);
     default:
