@@ -52,7 +52,7 @@ for (const h of HAPROXIES) {
 t('check without the certificate files says which one is missing', async () => {
   const res = await cli(['check', FIXTURE, '--haproxy', '/usr/sbin/haproxy', '--cert-dir', join(certDirRoot, 'tmp')]);
   assert.is(res.code, 2);
-  assert.match(res.stderr, /certificate file \S+server\.pem is missing/);
+  assert.match(res.stderr, /certificate file \S+\.pem is missing \(give --cert-dir\)/);
 });
 
 t('an invalid spec exits 2 and names the field', async () => {
