@@ -62,7 +62,7 @@ test('handshake: no client certificate, another CA, or an expired certificate ar
   assert.is((await request('GET', '/', null, { cert: expired.cert, key: expired.key })).status, null, 'served an expired certificate');
 });
 
-test('700 generated bad requests: no 5xx, no crash, nothing written outside the agent directories', async () => {
+test('900 generated bad requests: no 5xx, no crash, nothing written outside the agent directories', async () => {
   const marker = join(TEST_ROOT, `.security-marker-${process.pid}`);
   writeFileSync(marker, '');
   await new Promise((r) => setTimeout(r, 1100)); // find -newer has one-second granularity on some filesystems
@@ -79,9 +79,14 @@ test('700 generated bad requests: no 5xx, no crash, nothing written outside the 
     ['GET', '/1.0/info'], ['GET', '/1.0/details'], ['GET', '/1.0/listeners'],
     ['POST', '/1.0/plug/vip/{}'], ['POST', '/1.0/plug/network'], ['GET', '/1.0/interface/{}'],
     ['PUT', '/1.0/interface/{}/rules'], ['PUT', '/1.0/listeners/{}/{}/udp_listener'], ['GET', '/1.0/listeners/{}/udp_listener'],
+    ['PUT', '/2.0/loadbalancers/{}'], ['GET', '/2.0/loadbalancers/{}'], ['DELETE', '/2.0/loadbalancers/{}'],
+    ['GET', '/2.0/loadbalancers/{}/status'], ['PUT', '/2.0/loadbalancers/{}/certificates/{}'],
+    ['DELETE', '/2.0/loadbalancers/{}/certificates/{}'], ['POST', '/2.0/openapi.json'], ['PUT', '/2.0/metrics'],
   ] as const;
   const methods = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'OPTIONS'];
-  const bodies = [null, randomBytes(512), Buffer.from('\u0000\u0001binary\u00ff'), Buffer.from('{"json": [1,2'), Buffer.from('global\n  daemon\n')];
+  const bodies = [null, randomBytes(512), Buffer.from('\u0000\u0001binary\u00ff'), Buffer.from('{"json": [1,2'), Buffer.from('global\n  daemon\n'),
+    Buffer.from('{"id": "x", "vip_address": "203.0.113.1", "listeners": [{"id": "../..", "protocol": "HTTP", "protocol_port": 80}]}'),
+    Buffer.from('[1, "two", null]'), Buffer.from('-----BEGIN CERTIFICATE-----\n../../escape\n-----END CERTIFICATE-----\n')];
   const cases: [string, string, Buffer | null][] = [];
   for (const [method, template] of routes) {
     for (const a of evil) {
@@ -90,11 +95,12 @@ test('700 generated bad requests: no 5xx, no crash, nothing written outside the 
       cases.push([methods[cases.length % methods.length]!, path, null]);
     }
   }
-  for (let n = 0; cases.length < 700; n++) {
+  for (let n = 0; cases.length < 900; n++) {
     const garbage = randomBytes(8 + (n % 40)).toString('base64url');
     cases.push([methods[n % methods.length]!, `/1.0/${garbage}/${n % 3 === 0 ? '..' : garbage}`, bodies[n % bodies.length]!]);
   }
   cases.push(['PUT', '/1.0/loadbalancer/amp/lb-big/haproxy', Buffer.alloc(40 * 1024 * 1024, 0x61)]);
+  cases.push(['PUT', '/2.0/loadbalancers/lb-big', Buffer.alloc(40 * 1024 * 1024, 0x7b)]);
 
   const configBefore = readFileSync(agent.configFile, 'utf8');
   const fives: string[] = [];
@@ -102,7 +108,7 @@ test('700 generated bad requests: no 5xx, no crash, nothing written outside the 
     const r = await request(method, path, body, client);
     if (r.status === null || r.status >= 500) fives.push(`${method} ${path.slice(0, 80)} -> ${r.status ?? r.error}`);
   }
-  assert.ok(cases.length >= 500);
+  assert.ok(cases.length >= 900);
   assert.equal(fives, [], `${fives.length} requests got a 5xx or no answer`);
   assert.is(agent.process.exitCode, null, 'the agent died');
   assert.is((await request('GET', '/1.0/info', null, client)).status, 200);
