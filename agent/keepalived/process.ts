@@ -8,6 +8,7 @@ import { launchDaemon, run } from '../system/exec.js';
 import { readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
 import { ensureNetns } from '../system/netns.js';
 import { isProcessAlive, readPidFile, terminateProcess } from '../system/proc.js';
+import type { AgentConfig } from '../config/agent-config.js';
 
 export interface KeepalivedInstance {
   /** systemd unit name without .service: octavia-keepalived or octavia-keepalivedlvs-<id>. */
@@ -30,6 +31,14 @@ export interface KeepalivedSettings {
   logFacility: number;
   processManager: 'direct' | 'systemd';
   unitDir: string;
+}
+
+/** keepalived runs the way haproxy does (systemd units or the agent), in haproxy's namespace. */
+export function keepalivedSettings(config: AgentConfig, processManager: 'direct' | 'systemd'): KeepalivedSettings {
+  return {
+    netns: config.amphoraAgent.networkNamespace || null, logFacility: config.amphoraAgent.administrativeLogFacility,
+    processManager, unitDir: config.amphoraAgent.systemdUnitDir,
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

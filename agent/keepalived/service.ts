@@ -4,8 +4,10 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureDir, exists, removeFile, writeFileAtomic } from '../system/files.js';
-import { keepalivedPid, installUnit, type KeepalivedInstance, type KeepalivedSettings } from './process.js';
+import { ensureDir, exists, readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
+import {
+  keepalivedPid, installUnit, startKeepalived, stopKeepalived, type KeepalivedInstance, type KeepalivedSettings,
+} from './process.js';
 
 const LVS_PREFIX = 'octavia-keepalivedlvs-';
 const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
@@ -102,4 +104,24 @@ export async function removeLvsFiles(basePath: string, listenerId: string, unitD
   const inst = lvsInstance(basePath, listenerId);
   for (const f of [inst.pidFile, inst.childPidFiles!.vrrp, inst.childPidFiles!.check, inst.config, inst.launchLog]) await removeFile(f);
   if (unitDir) await removeFile(join(unitDir, `${inst.unit}.service`));
+}
+
+/**
+ * Write an LVS listener's config and (re)start its keepalived (a restart, as
+ * Octavia reloads LVS listeners). False when it already runs this config.
+ */
+export async function applyLvs(basePath: string, s: KeepalivedSettings, listenerId: string, config: string): Promise<boolean> {
+  const inst = lvsInstance(basePath, listenerId);
+  const running = (await keepalivedPid(inst)) !== null;
+  if (running && (await readTextIfExists(inst.config)) === config) return false;
+  await uploadLvs(basePath, s, listenerId, config);
+  if (running) await stopKeepalived(inst, s);
+  await startKeepalived(inst, s);
+  return true;
+}
+
+/** Stop an LVS listener's keepalived and remove its files. */
+export async function removeLvs(basePath: string, s: KeepalivedSettings, listenerId: string): Promise<void> {
+  await stopKeepalived(lvsInstance(basePath, listenerId), s);
+  await removeLvsFiles(basePath, listenerId, s.processManager === 'systemd' ? s.unitDir : null);
 }

@@ -18,6 +18,9 @@ import { validateSpec } from '../spec/validate.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
 import { afterHaproxyChange } from './announce.js';
 import { describeChanges } from './changes.js';
+import { applyLvs, lvsInstance, lvsStatus, removeLvs } from '../keepalived/service.js';
+import { keepalivedSettings } from '../keepalived/process.js';
+import { LVS_PROTOCOLS } from '../spec/types.js';
 import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
 import { certificateFiles, readStoredSpec, removeStoredSpec, specEtag, storedSpecText, type StoredSpec } from './spec-store.js';
@@ -30,7 +33,6 @@ export class PreconditionFailedError extends Error {
 }
 
 export class SpecMismatchError extends Error {}
-export class UnsupportedSpecError extends Error {}
 
 export interface PutResult {
   result: ChangeReport['result'] | 'dry_run';
@@ -42,6 +44,8 @@ export interface PutResult {
   reloadReason: string | null;
   /** Members still in maintenance until their first passing check. */
   pending: string[];
+  /** UDP/SCTP listeners whose keepalived was restarted or removed. */
+  lvs: string[];
   /** With dry_run: the rendered config and what applying it would do. */
   config?: string;
   plan?: 'unchanged' | 'runtime' | 'reload';
@@ -82,9 +86,6 @@ export class LoadBalancerService {
   async put(lbId: string, document: unknown, opts: PutOptions = {}): Promise<PutResult> {
     const spec = validateSpec(document);
     if (spec.id !== lbId) throw new SpecMismatchError(`the spec's id "${spec.id}" is not the load balancer in the path ("${lbId}")`);
-    if (spec.listeners.some((l) => l.protocol === 'UDP' || l.protocol === 'SCTP')) {
-      throw new UnsupportedSpecError('UDP and SCTP listeners are not applied through API 2.0 yet (they render: see `amphora-agent render`)');
-    }
     return this.lock.run(lbId, async () => {
       const started = process.hrtime.bigint();
       const current = await this.stored(lbId);
@@ -93,41 +94,67 @@ export class LoadBalancerService {
       const changes = describeChanges(current?.spec ?? null, spec);
       const caps = await this.deps.engine.capabilities();
       const rendered = renderLoadBalancer(spec, this.deps.config.current.render, { initStateAtStartup: caps.initStateAppliedAtStartup });
-      const config = rendered.haproxyConfig!;
+      const config = rendered.haproxyConfig;
       const certificates = await this.certificateFingerprints(spec);
       const certificatesChanged = JSON.stringify(certificates) !== JSON.stringify(current?.certificates ?? {});
 
+      const lvsBefore = current ? lvsListeners(current.spec) : [];
+      const lvsRemoved = lvsBefore.filter((id) => !rendered.lvsConfigs.some((c) => c.listenerId === id));
+
       if (opts.dryRun) {
-        const plan = await this.deps.engine.previewChange(lbId, config);
-        const same = (await this.deps.engine.acceptedConfig(lbId)) === config && !certificatesChanged;
+        const plan = config === null ? { steps: [], reloadReason: 'no haproxy listeners' } : await this.deps.engine.previewChange(lbId, config);
+        const same = config === null || ((await this.deps.engine.acceptedConfig(lbId)) === config && !certificatesChanged);
         return {
-          result: 'dry_run', created: current === null, etag, changes, config,
-          plan: plan.reloadReason !== null || certificatesChanged ? 'reload' : same ? 'unchanged' : 'runtime',
+          result: 'dry_run', created: current === null, etag, changes, config: config ?? '',
+          plan: config !== null && (plan.reloadReason !== null || certificatesChanged) ? 'reload' : same ? 'unchanged' : 'runtime',
           runtime: plan.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`),
-          reloadReason: certificatesChanged && plan.reloadReason === null ? 'certificates changed' : plan.reloadReason, pending: [],
+          reloadReason: certificatesChanged && plan.reloadReason === null ? 'certificates changed' : plan.reloadReason,
+          pending: [], lvs: [...rendered.lvsConfigs.map((c) => `apply ${c.listenerId}`), ...lvsRemoved.map((id) => `remove ${id}`)],
         };
       }
 
-      for (const f of rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
-      let report: ChangeReport;
-      // The spec is stored with the config it renders to, once that config is applied.
       const next: StoredSpec = { spec, etag, certificates };
-      const companions = [{ path: this.specPath(lbId), data: storedSpecText(next) }];
+      // Without LVS listeners the spec is written with the config, in the
+      // engine's one step; with them, after keepalived too has taken its part.
+      const hasLvs = rendered.lvsConfigs.length > 0 || lvsRemoved.length > 0;
+      const companions = hasLvs ? [] : [{ path: this.specPath(lbId), data: storedSpecText(next) }];
       const forceReload = certificatesChanged && current !== null ? 'certificates changed' : undefined;
+      let report: ChangeReport = { result: 'unchanged', steps: [], reloadReason: null, pending: [], reload: null };
+      const lvs: string[] = [];
       try {
-        report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, { companions, ...(forceReload ? { forceReload } : {}) });
+        if (config !== null) {
+          for (const f of rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
+          report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, { companions, ...(forceReload ? { forceReload } : {}) });
+        } else if (await this.deps.engine.exists(lbId)) {
+          await this.deps.engine.delete(lbId);
+          report = { ...report, result: 'reloaded', reloadReason: 'no haproxy listeners left' };
+        }
+        const base = this.deps.config.current.haproxyAmphora.basePath;
+        const settings = keepalivedSettings(this.deps.config.current, this.deps.engine.processManager);
+        for (const c of rendered.lvsConfigs) if (await applyLvs(base, settings, c.listenerId, c.content)) lvs.push(`restarted ${c.listenerId}`);
+        for (const id of lvsRemoved) {
+          await removeLvs(base, settings, id);
+          lvs.push(`removed ${id}`);
+        }
+        if (hasLvs) {
+          await ensureDir(this.deps.engine.files(lbId).dir, 0o755);
+          await writeFileAtomic(this.specPath(lbId), storedSpecText(next), 0o600);
+        }
       } catch (err) {
         this.deps.metrics.record('failed', seconds(started));
         this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
+        await this.removeNewLvs(rendered.lvsConfigs.map((c) => c.listenerId).filter((id) => !lvsBefore.includes(id)));
         throw err;
       }
       this.specs.set(lbId, next);
-      this.deps.metrics.record(report.result, seconds(started));
-      if (report.result === 'started' || report.result === 'reloaded') await afterHaproxyChange(this.deps, lbId, true);
+      // A keepalived restart is a reload of that listener.
+      const result = lvs.length > 0 && (report.result === 'unchanged' || report.result === 'runtime') ? 'reloaded' : report.result;
+      this.deps.metrics.record(result, seconds(started));
+      if (result === 'started' || result === 'reloaded') await afterHaproxyChange(this.deps, lbId, config !== null);
       return {
-        result: report.result, created: current === null, etag, changes,
+        result, created: current === null, etag, changes,
         runtime: report.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`),
-        reloadReason: report.reloadReason, pending: report.pending,
+        reloadReason: report.reloadReason ?? (lvs.length > 0 ? 'UDP/SCTP listeners changed' : null), pending: report.pending, lvs,
       };
     });
   }
@@ -144,6 +171,8 @@ export class LoadBalancerService {
       const current = await this.stored(lbId);
       this.checkPrecondition(current, ifMatch);
       if (current === null && !(await this.deps.engine.exists(lbId))) return false;
+      const settings = keepalivedSettings(this.deps.config.current, this.deps.engine.processManager);
+      for (const id of current ? lvsListeners(current.spec) : []) await removeLvs(this.deps.config.current.haproxyAmphora.basePath, settings, id);
       await this.deps.engine.delete(lbId);
       await removeStoredSpec(this.specPath(lbId));
       this.specs.set(lbId, null);
@@ -158,7 +187,12 @@ export class LoadBalancerService {
     if (!stored) return null;
     const socket = statsSocket(this.deps.config.current.haproxyAmphora.basePath, lbId);
     const rows = await statsSocketQuery(socket).then(parseShowStat).catch(() => []);
-    return loadBalancerStatus(stored.spec, rows);
+    const base = this.deps.config.current.haproxyAmphora.basePath;
+    const lvs: Record<string, string> = {};
+    for (const id of lvsListeners(stored.spec)) {
+      lvs[id] = await lvsStatus(base, id, (await readTextIfExists(lvsInstance(base, id).config)) ?? '');
+    }
+    return loadBalancerStatus(stored.spec, rows, lvs);
   }
 
   async putCertificate(lbId: string, name: string, pem: Buffer): Promise<void> {
@@ -171,6 +205,15 @@ export class LoadBalancerService {
     if ((await readTextIfExists(path)) === null) return false;
     await removeFile(path);
     return true;
+  }
+
+  /** After a failed apply: UDP/SCTP listeners the stored spec does not have must not linger. */
+  private async removeNewLvs(ids: string[]): Promise<void> {
+    const settings = keepalivedSettings(this.deps.config.current, this.deps.engine.processManager);
+    for (const id of ids) {
+      await removeLvs(this.deps.config.current.haproxyAmphora.basePath, settings, id)
+        .catch((err: Error) => this.deps.log.warn({ listener: id, err: err.message }, 'cannot remove the LVS listener of a failed apply'));
+    }
   }
 
   private amphoraId(lbId: string): string {
@@ -198,6 +241,10 @@ export class MissingCertificateError extends Error {
   constructor(readonly file: string) {
     super(`certificate file "${file}" has not been uploaded (PUT /2.0/loadbalancers/{id}/certificates/${file})`);
   }
+}
+
+function lvsListeners(spec: LoadBalancerSpec): string[] {
+  return spec.listeners.filter((l) => LVS_PROTOCOLS.includes(l.protocol)).map((l) => l.id);
 }
 
 function seconds(started: bigint): number {

@@ -23,10 +23,18 @@ const MEMBER: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR', DRAIN: 'DR
 /** haproxy prints transitions ("UP 1/2", "DOWN 1/2"): the first word is the state the heartbeat reports. */
 const settled = (status: string) => (status.startsWith('no check') ? 'no check' : status.split(' ')[0]!);
 
-export function loadBalancerStatus(spec: LoadBalancerSpec, rows: StatRow[]): LoadBalancerStatus {
+const LVS: Record<string, string> = { ACTIVE: 'ONLINE', OFFLINE: 'OFFLINE', ERROR: 'ERROR' };
+
+/** `lvs`: the keepalived state of each UDP/SCTP listener (ACTIVE, OFFLINE, ERROR). */
+export function loadBalancerStatus(spec: LoadBalancerSpec, rows: StatRow[], lvs: Record<string, string> = {}): LoadBalancerStatus {
   const { message } = buildHeartbeat(spec.id, 0, rows, {});
   const out: LoadBalancerStatus = { id: spec.id, listeners: [], pools: [] };
   for (const l of spec.listeners) {
+    const state = lvs[l.id];
+    if (state !== undefined) {
+      out.listeners.push({ id: l.id, haproxy_status: `keepalived ${state}`, operating_status: LVS[state] ?? 'OFFLINE' });
+      continue;
+    }
     const seen = message.listeners[l.id]?.status;
     out.listeners.push({ id: l.id, haproxy_status: seen ?? 'absent', operating_status: seen ? LISTENER[seen] ?? 'OFFLINE' : 'OFFLINE' });
   }

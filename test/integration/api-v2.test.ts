@@ -4,7 +4,8 @@
 // protection of members added at runtime, ETags, concurrent writers, restart.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
@@ -221,6 +222,41 @@ HAPROXIES.forEach((h, hi) => {
     assert.ok((await processTable()).reloads > before.reloads);
     await waitFor('members UP after the reload', async () => (await servers()).filter((s) => s.opState === 2).length === 3, 10_000);
     assert.equal((await servers()).map((s) => s.server).sort(), ['back', 'new0', 'new1']);
+  });
+
+  t('a UDP listener goes to keepalived LVS: config written and valid; started, or the missing IPVS reported', async () => {
+    const last: Member[] = [{ id: 'new0', backend: backend(2) }, { id: 'new1', backend: backend(3) }, { id: 'back', backend: backend(10) }];
+    const withUdp = spec(net.nsIp, last) as ReturnType<typeof spec> & { listeners: object[] };
+    withUdp.listeners.push({
+      id: 'l-dns', protocol: 'UDP', protocol_port: 5353,
+      default_pool: { id: 'p-dns', protocol: 'UDP', lb_algorithm: 'ROUND_ROBIN',
+        healthmonitor: { type: 'UDP-CONNECT', delay: 5, timeout: 3, max_retries: 2 },
+        members: [{ id: 'd1', address: net.hostIp, protocol_port: 5353 }] },
+    });
+    const before = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}`);
+    const res = await put(withUdp);
+    const lvsConf = join(agent.basePath, 'lvs', 'octavia-keepalivedlvs-l-dns.conf');
+    const ipvs = execFileSync('sh', ['-c', `ip netns exec ${net.netns} ipvsadm -Ln 2>&1 || true`], { encoding: 'utf8' });
+    if (/Protocol not available|Can't initialize ipvs/.test(ipvs)) {
+      // This kernel has no IP_VS: keepalived exits at once, and the agent says so.
+      assert.is(res.status, 500, res.text);
+      assert.is(res.json.error, 'keepalived_failed');
+      assert.ok(res.json.problems.length > 0, 'keepalived\'s own words are passed on');
+      const after = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}`);
+      assert.is(after.headers.etag, before.headers.etag, 'a spec that did not apply is not stored');
+      assert.not.ok(existsSync(lvsConf), 'the listener of the failed apply is gone');
+      assert.equal((await servers()).map((s) => s.server).sort(), ['back', 'new0', 'new1'], 'haproxy kept serving');
+      const withoutUdp = await put(spec(net.nsIp, last));
+      assert.is(withoutUdp.status, 200, withoutUdp.text);
+      assert.equal(withoutUdp.json.lvs, []);
+    } else {
+      assert.is(res.status, 200, res.text);
+      assert.equal(res.json.lvs, ['restarted l-dns']);
+      assert.match(readFileSync(lvsConf, 'utf8'), /real_server 10\.\d+\.\d+\.1 5353/);
+      const removed = await put(spec(net.nsIp, last));
+      assert.equal(removed.json.lvs, ['removed l-dns']);
+      assert.not.ok(existsSync(lvsConf));
+    }
   });
 
   t('status follows haproxy; OpenAPI is served and matches docs/openapi-2.0.json; DELETE removes', async () => {

@@ -8,7 +8,7 @@ import {
   KeepalivedFailedError, keepalivedPid, reloadKeepalived, startKeepalived, stopKeepalived, type KeepalivedSettings,
 } from '../../keepalived/process.js';
 import {
-  lvsExists, lvsInstance, removeLvsFiles, uploadLvs, uploadVrrp, vrrpInstance,
+  lvsExists, lvsInstance, removeLvs, uploadLvs, uploadVrrp, vrrpInstance,
 } from '../../keepalived/service.js';
 import { sendJson, sendMessage } from '../errors.js';
 import { isObjectId } from '../params.js';
@@ -93,8 +93,6 @@ export async function lvsAction(deps: KeepalivedDeps, res: Response, id: string,
 
 export async function lvsDelete(deps: KeepalivedDeps, id: string): Promise<boolean> {
   if (!(await lvsExists(deps.basePath(), id))) return false;
-  const s = deps.settings();
-  await stopKeepalived(lvsInstance(deps.basePath(), id), s);
-  await removeLvsFiles(deps.basePath(), id, s.processManager === 'systemd' ? s.unitDir : null);
+  await removeLvs(deps.basePath(), deps.settings(), id);
   return true;
 }

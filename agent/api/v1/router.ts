@@ -19,7 +19,7 @@ import { sendFrameworkError, sendJson, sendMessage } from '../errors.js';
 import { isObjectId, isPemFilename } from '../params.js';
 import { registerNetworkRoutes } from './network.js';
 import { lvsAction, lvsDelete, registerKeepalivedRoutes, type KeepalivedDeps } from './keepalived.js';
-import { KeepalivedFailedError, keepalivedPid } from '../../keepalived/process.js';
+import { KeepalivedFailedError, keepalivedPid, keepalivedSettings } from '../../keepalived/process.js';
 import { lvsInstance, lvsListenerIds, lvsStatus } from '../../keepalived/service.js';
 import { afterHaproxyChange as announce } from '../../loadbalancer/announce.js';
 
@@ -249,13 +249,7 @@ export function createV1Router(deps: V1Deps): Router {
 
   const keepalived: KeepalivedDeps = {
     basePath: () => deps.config.current.haproxyAmphora.basePath,
-    settings: () => {
-      const c = deps.config.current;
-      return {
-        netns: c.amphoraAgent.networkNamespace || null, logFacility: c.amphoraAgent.administrativeLogFacility,
-        processManager: engine.processManager, unitDir: c.amphoraAgent.systemdUnitDir,
-      };
-    },
+    settings: () => keepalivedSettings(deps.config.current, engine.processManager),
     lbSockets: async () => (await engine.loadBalancerIds()).map((lb) => statsSocket(deps.config.current.haproxyAmphora.basePath, lb)),
   };
   registerKeepalivedRoutes(r, keepalived, raw);

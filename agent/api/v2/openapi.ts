@@ -38,7 +38,7 @@ export function openApiDocument(): object {
             409: error('A certificate file the spec names has not been uploaded'),
             412: error('If-Match does not match the current ETag'),
             422: error('haproxy refused the rendered configuration (for example an unreadable certificate)'),
-            500: error('haproxy did not load the configuration; it keeps serving the previous one'),
+            500: error('haproxy did not load the configuration (it keeps serving the previous one), or keepalived did not start a UDP/SCTP listener'),
           },
         },
         get: {
@@ -88,6 +88,7 @@ export function openApiDocument(): object {
             runtime: { type: 'array', items: { type: 'string' }, description: 'Member changes applied through the runtime API' },
             reload_reason: { type: ['string', 'null'] },
             pending: { type: 'array', items: { type: 'string' }, description: 'Members in maintenance until their first passing check' },
+            lvs: { type: 'array', items: { type: 'string' }, description: 'UDP/SCTP listeners whose keepalived was (re)started or removed' },
             plan: { enum: ['unchanged', 'runtime', 'reload'], description: 'dry_run only' },
             config: { type: 'string', description: 'dry_run only: the rendered haproxy config' },
           },

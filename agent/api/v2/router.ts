@@ -5,8 +5,9 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { HaproxyFailedError, InvalidConfigError } from '../../haproxy/errors.js';
 import type { Logger } from '../../log.js';
 import {
-  MissingCertificateError, PreconditionFailedError, SpecMismatchError, UnsupportedSpecError, type LoadBalancerService,
+  MissingCertificateError, PreconditionFailedError, SpecMismatchError, type LoadBalancerService,
 } from '../../loadbalancer/service.js';
+import { KeepalivedFailedError } from '../../keepalived/process.js';
 import type { ApplyMetrics } from '../../loadbalancer/metrics.js';
 import { SpecError } from '../../spec/validate.js';
 import { sendJson } from '../errors.js';
@@ -27,7 +28,7 @@ function fail(res: Response, status: number, error: string, message: string, ext
 
 function mapError(res: Response, err: unknown): void {
   if (err instanceof SpecError) return fail(res, 400, 'invalid_spec', 'the spec is invalid', { problems: err.problems });
-  if (err instanceof SpecMismatchError || err instanceof UnsupportedSpecError) return fail(res, 400, 'invalid_spec', err.message);
+  if (err instanceof SpecMismatchError) return fail(res, 400, 'invalid_spec', err.message);
   if (err instanceof MissingCertificateError) return fail(res, 409, 'missing_certificate', err.message);
   if (err instanceof PreconditionFailedError) {
     if (err.currentEtag) res.setHeader('ETag', err.currentEtag);
@@ -35,6 +36,7 @@ function mapError(res: Response, err: unknown): void {
   }
   if (err instanceof InvalidConfigError) return fail(res, 422, 'config_rejected', 'haproxy refused the rendered configuration', { problems: err.message.split('\n') });
   if (err instanceof HaproxyFailedError) return fail(res, 500, 'haproxy_failed', `haproxy did not ${err.action}; it keeps serving the previous configuration`, { problems: err.output.split('\n') });
+  if (err instanceof KeepalivedFailedError) return fail(res, 500, 'keepalived_failed', `keepalived (UDP/SCTP listener) did not ${err.action}`, { problems: err.output.split('\n') });
   throw err;
 }
 
@@ -68,7 +70,7 @@ export function createV2Router(deps: V2Deps): Router {
       res.setHeader('ETag', out.etag);
       sendJson(res, out.created && !dryRun ? 201 : 200, {
         result: out.result, etag: out.etag, changes: out.changes, runtime: out.runtime,
-        reload_reason: out.reloadReason, pending: out.pending,
+        reload_reason: out.reloadReason, pending: out.pending, lvs: out.lvs,
         ...(dryRun ? { plan: out.plan, config: out.config } : {}),
       });
     } catch (err) {
