@@ -15,7 +15,7 @@ import { DEFAULT_RENDER_SETTINGS } from '../agent/render/settings.js';
 import { validateSpec } from '../agent/spec/validate.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
-const MEMBERS = 100;
+const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 100);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 function spec(lbId: string, vip: string, port: number, weight: number) {
@@ -27,7 +27,7 @@ function spec(lbId: string, vip: string, port: number, weight: number) {
         id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
         healthmonitor: { type: 'HTTP', delay: 5, timeout: 3, max_retries: 2, url_path: '/healthz' },
         members: Array.from({ length: MEMBERS }, (_, i) => ({
-          id: `m${i}`, address: `10.99.${i >> 8}.${(i & 255) + 1}`, protocol_port: 80, weight: i === 0 ? weight : 1,
+          id: `m${i}`, address: `10.99.${Math.floor(i / 250)}.${(i % 250) + 1}`, protocol_port: 80, weight: i === 0 ? weight : 1,
         })),
       },
     }],

@@ -21,7 +21,8 @@ export interface RuntimePlan {
 interface Server {
   backend: string;
   name: string;
-  args: string[];
+  /** The line as written: most lines are unchanged, and those are never split. */
+  line: string;
 }
 
 interface Skeleton {
@@ -32,21 +33,37 @@ interface Skeleton {
 
 const key = (backend: string, server: string) => `${backend}/${server}`;
 
+const SERVER_LINE = /^\s+server\s+(\S+)\s+(.*)$/;
+
+/**
+ * Lines compare with whitespace runs collapsed: a difference there only costs
+ * an unneeded reload. Server lines are split into words; one with quotes,
+ * backslashes or a comment goes through haproxy's tokenizer instead.
+ */
 function skeleton(text: string): Skeleton {
   const rest: string[] = [];
   const servers = new Map<string, Server>();
   let backend: string | null = null;
   for (const line of text.split('\n')) {
-    const { words } = tokenizeLine(line);
-    if (words.length === 0) continue;
-    if (/^\S/.test(line)) backend = words[0] === 'backend' ? words[1] ?? null : null;
-    if (backend !== null && words[0] === 'server' && words.length >= 3) {
-      servers.set(key(backend, words[1]!), { backend, name: words[1]!, args: words.slice(2) });
+    if (line.trim() === '') continue;
+    if (/^\S/.test(line)) {
+      const words = line.trim().split(/\s+/);
+      backend = words[0] === 'backend' ? words[1] ?? null : null;
+    }
+    const m = backend !== null ? SERVER_LINE.exec(line) : null;
+    if (m) {
+      servers.set(key(backend!, m[1]!), { backend: backend!, name: m[1]!, line });
     } else {
-      rest.push(words.join(' '));
+      rest.push(line.trim().replace(/\s+/g, ' '));
     }
   }
   return { rest: rest.join('\n'), servers };
+}
+
+/** The words after `server <name>`. */
+function argsOf(line: string): string[] {
+  const words = /["'\\#]/.test(line) ? tokenizeLine(line).words : line.trim().split(/\s+/);
+  return words.slice(2);
 }
 
 /** Flags and keyword arguments of a server line, without weight and `disabled`. */
@@ -79,22 +96,25 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
   const changes: RuntimeStep[] = [];
   const removes: RuntimeStep[] = [];
   for (const [k, s] of after.servers) {
-    const checked = s.args.includes('check');
-    const enabled = !s.args.includes('disabled');
     const was = before.servers.get(k);
+    if (was && was.line.trim() === s.line.trim()) continue;
+    const args = argsOf(s.line);
+    const checked = args.includes('check');
+    const enabled = !args.includes('disabled');
     if (!was) {
-      adds.push({ kind: 'add', backend: s.backend, server: s.name, args: s.args, checked, enabled });
+      adds.push({ kind: 'add', backend: s.backend, server: s.name, args, checked, enabled });
       continue;
     }
-    if (identity(was.args) !== identity(s.args)) {
+    const wasArgs = argsOf(was.line);
+    if (identity(wasArgs) !== identity(args)) {
       return { steps: [], reloadReason: `member ${k} changed beyond weight and admin state` };
     }
-    const w = weightOf(s.args);
-    if (w !== weightOf(was.args)) changes.push({ kind: 'weight', backend: s.backend, server: s.name, weight: w });
-    const wasEnabled = !was.args.includes('disabled');
+    const w = weightOf(args);
+    if (w !== weightOf(wasArgs)) changes.push({ kind: 'weight', backend: s.backend, server: s.name, weight: w });
+    const wasEnabled = !wasArgs.includes('disabled');
     if (wasEnabled && !enabled) changes.push({ kind: 'admin-down', backend: s.backend, server: s.name });
     if (!wasEnabled && enabled) {
-      changes.push({ kind: 'admin-up', backend: s.backend, server: s.name, checked, initState: s.args.includes('init-state'), rise: riseOf(s.args) });
+      changes.push({ kind: 'admin-up', backend: s.backend, server: s.name, checked, initState: args.includes('init-state'), rise: riseOf(args) });
     }
   }
   for (const [k, s] of before.servers) {

@@ -13,7 +13,7 @@ function flatten(spec: LoadBalancerSpec): Flat {
   out.set('load balancer', own(spec, ['listeners', 'pools']));
   const pool = (p: PoolSpec) => {
     out.set(`pool ${p.id}`, own(p, ['members']));
-    for (const m of p.members) out.set(`member ${p.id}/${m.id}`, own(m, []));
+    for (const m of p.members) out.set(`member ${p.id}/${m.id}`, m as unknown as Record<string, unknown>);
   };
   spec.pools.forEach(pool);
   for (const l of spec.listeners) {
@@ -35,6 +35,7 @@ export function describeChanges(before: LoadBalancerSpec | null, after: LoadBala
       out.push(`${k} added`);
       continue;
     }
+    if (JSON.stringify(was) === JSON.stringify(v)) continue;
     const fields = [...new Set([...Object.keys(was), ...Object.keys(v)])].sort()
       .filter((f) => JSON.stringify(was[f]) !== JSON.stringify(v[f]))
       .map((f) => `${f} ${JSON.stringify(was[f]) ?? '(unset)'} -> ${JSON.stringify(v[f]) ?? '(unset)'}`);
