@@ -82,6 +82,16 @@ export class TestBackend {
       sock.resetAndDestroy();
       return;
     }
+    // `/slow/<ms>` answers after that many milliseconds: a long-lived session.
+    const slow = /^\/slow\/(\d+)$/.exec(path);
+    if (slow) {
+      setTimeout(() => this.respond(sock, head, isCheck), Number(slow[1]));
+      return;
+    }
+    this.respond(sock, head, isCheck);
+  }
+
+  private respond(sock: Socket, head: string, isCheck: boolean): void {
     const ready = this.mode === 'ready';
     if (ready && !isCheck && this.firstServedAt === null) this.firstServedAt = Date.now();
     const body = ready ? `${this.name}\n` : 'not ready\n';

@@ -187,6 +187,27 @@ HAPROXIES.forEach((h, hi) => {
     assert.equal((await servers()).map((s) => s.server).sort(), ['new0', 'new1', 'new2', 'new3']);
   });
 
+  t('a removed member is drained first: its slow request completes before it is deleted', async () => {
+    const drainee: Member = { id: 'drainee', backend: backend(11) };
+    const keep: Member[] = [2, 3, 4, 5].map((i) => ({ id: `new${i - 2}`, backend: backend(i) }));
+    let res = await put(spec(net.nsIp, [drainee]));
+    assert.is(res.json.result, 'runtime', res.text);
+    await waitFor('drainee alone and UP', async () => {
+      const s = await servers();
+      return s.length === 1 && s[0]!.opState === 2;
+    }, 15_000);
+    const slow = fetch(`http://${net.nsIp}:${PORT}/slow/1500`).then(async (r) => ({ status: r.status, member: r.headers.get('x-member') }));
+    await sleep(200);
+    const started = Date.now();
+    res = await put(spec(net.nsIp, keep));
+    const took = Date.now() - started;
+    assert.is(res.json.result, 'runtime', res.text);
+    assert.equal(await slow, { status: 200, member: 'b11' }, 'the session on the removed member was not cut');
+    assert.ok(took >= 1000, `the removal waited for the session to end (${took} ms)`);
+    assert.not.ok((await servers()).some((s) => s.server === 'drainee'));
+    await waitFor('the kept members UP', async () => (await servers()).filter((s) => s.opState === 2).length === 4, 15_000);
+  });
+
   t('a stale If-Match gets 412; 20 concurrent writers leave one whole spec, on disk and in haproxy', async () => {
     const members = (w: number): Member[] => [2, 3, 4, 5].map((i) => ({ id: `new${i - 2}`, backend: backend(i), weight: w }));
     const got = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}`);
