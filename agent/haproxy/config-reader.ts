@@ -56,39 +56,62 @@ export interface Tokenized {
   codeEnd: number;
 }
 
-/** Split one line into words the way haproxy does: quotes group, backslash escapes, # starts a comment. */
+const SPACE = /[ \t\n\v\f\r]/;
+/** Backslash sequences haproxy resolves anywhere outside single quotes. */
+const ESCAPES = new Map([[' ', ' '], ['\\', '\\'], ['#', '#'], ["'", "'"], ['"', '"'], ['t', '\t'], ['n', '\n'], ['r', '\r']]);
+
+/**
+ * Split one line into the words haproxy reads: single quotes take everything
+ * literally, double quotes group, backslash escapes (\\xHH too) resolve outside
+ * single quotes, and an unquoted '#' starts a comment.
+ */
 export function tokenizeLine(line: string): Tokenized {
   const words: string[] = [];
-  let cur = '';
+  let word = '';
   let inWord = false;
-  let quote: '"' | "'" | null = null;
+  let squote = false;
+  let dquote = false;
   let i = 0;
   for (; i < line.length; i++) {
     const c = line[i]!;
-    if (quote) {
-      if (c === quote) quote = null;
-      else if (c === '\\' && quote === '"' && i + 1 < line.length) cur += line[++i];
-      else cur += c;
+    if (squote) {
+      if (c === "'") squote = false;
+      else word += c;
       continue;
     }
-    if (c === '\\' && i + 1 < line.length) {
-      cur += line[++i];
+    if (c === '#' && !dquote) break;
+    if (c === '"') {
+      dquote = !dquote;
       inWord = true;
-    } else if (c === '"' || c === "'") {
-      quote = c;
+    } else if (c === "'" && !dquote) {
+      squote = true;
       inWord = true;
-    } else if (c === '#') {
-      break;
-    } else if (c === ' ' || c === '\t' || c === '\r') {
-      if (inWord) words.push(cur);
-      cur = '';
+    } else if (c === '\\') {
+      inWord = true;
+      const next = line[i + 1];
+      const escaped = next === undefined ? undefined : ESCAPES.get(next);
+      if (escaped !== undefined) {
+        word += escaped;
+        i++;
+      } else if (next === '$' && dquote) {
+        word += '$';
+        i++;
+      } else if (next === 'x' && /^[0-9a-fA-F]{2}$/.test(line.slice(i + 2, i + 4))) {
+        word += String.fromCharCode(parseInt(line.slice(i + 2, i + 4), 16));
+        i += 3;
+      } else {
+        word += '\\'; // not an escape sequence: haproxy keeps the backslash
+      }
+    } else if (SPACE.test(c) && !dquote) {
+      if (inWord) words.push(word);
+      word = '';
       inWord = false;
     } else {
-      cur += c;
+      word += c;
       inWord = true;
     }
   }
-  if (inWord) words.push(cur);
+  if (inWord) words.push(word);
   let codeEnd = i;
   while (codeEnd > 0 && /\s/.test(line[codeEnd - 1]!)) codeEnd--;
   return { words, codeEnd };

@@ -19,6 +19,8 @@
 // diffConfigs(ours, theirs) reports what `ours` lacks ('missing-*') or has in
 // addition ('extra-*') compared with `theirs` (the reference).
 
+import { tokenizeLine } from '../../agent/haproxy/config-reader.js';
+
 export type DifferenceKind = 'missing-section' | 'extra-section' | 'missing-line' | 'extra-line' | 'server-option' | 'order';
 
 export interface Difference {
@@ -78,58 +80,9 @@ const SERVER_KEYWORD_ARGS: Record<string, number> = {
   'pool-max-conn': 1, 'pool-purge-delay': 1, namespace: 1, 'check-send-proxy': 0,
 };
 
-const SPACE = /[ \t\n\v\f\r]/;
-/** Backslash sequences haproxy resolves anywhere outside single quotes. */
-const ESCAPES = new Map([[' ', ' '], ['\\', '\\'], ['#', '#'], ["'", "'"], ['"', '"'], ['t', '\t'], ['n', '\n'], ['r', '\r']]);
-
-/** The words haproxy reads from one line (quotes and escapes resolved, comment dropped). */
+/** The words haproxy reads from one line (quotes and escapes resolved, comment dropped): the agent's own tokenizer. */
 export function haproxyWords(line: string): string[] {
-  const words: string[] = [];
-  let word = '';
-  let inWord = false;
-  let squote = false;
-  let dquote = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (squote) {
-      if (c === "'") squote = false;
-      else word += c;
-      continue;
-    }
-    if (c === '#' && !dquote) break;
-    if (c === '"') {
-      dquote = !dquote;
-      inWord = true;
-    } else if (c === "'" && !dquote) {
-      squote = true;
-      inWord = true;
-    } else if (c === '\\') {
-      inWord = true;
-      const next = line[i + 1];
-      const escaped = next === undefined ? undefined : ESCAPES.get(next);
-      if (escaped !== undefined) {
-        word += escaped;
-        i++;
-      } else if (next === '$' && dquote) {
-        word += '$';
-        i++;
-      } else if (next === 'x' && /^[0-9a-fA-F]{2}$/.test(line.slice(i + 2, i + 4))) {
-        word += String.fromCharCode(parseInt(line.slice(i + 2, i + 4), 16));
-        i += 3;
-      } else {
-        word += '\\'; // not an escape sequence: haproxy keeps the backslash
-      }
-    } else if (SPACE.test(c) && !dquote) {
-      if (inWord) words.push(word);
-      word = '';
-      inWord = false;
-    } else {
-      word += c;
-      inWord = true;
-    }
-  }
-  if (inWord) words.push(word);
-  return words;
+  return tokenizeLine(line).words;
 }
 
 /** One canonical spelling of a word: backslash escapes only, no quotes. */
