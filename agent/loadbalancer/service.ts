@@ -13,6 +13,7 @@ import { statsSocket } from '../haproxy/layout.js';
 import { parseShowStat } from '../health/message.js';
 import { statsSocketQuery } from '../health/sender.js';
 import { renderLoadBalancer } from '../render/render.js';
+import type { RenderedLoadBalancer } from '../render/settings.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
 import { validateSpec } from '../spec/validate.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
@@ -49,6 +50,16 @@ export interface PutResult {
   /** With dry_run: the rendered config and what applying it would do. */
   config?: string;
   plan?: 'unchanged' | 'runtime' | 'reload';
+}
+
+interface Prepared {
+  current: StoredSpec | null;
+  next: StoredSpec;
+  rendered: RenderedLoadBalancer;
+  changes: string[];
+  certificatesChanged: boolean;
+  lvsAdded: string[];
+  lvsRemoved: string[];
 }
 
 export interface PutOptions {
@@ -90,73 +101,94 @@ export class LoadBalancerService {
       const started = process.hrtime.bigint();
       const current = await this.stored(lbId);
       this.checkPrecondition(current, opts.ifMatch);
-      const etag = specEtag(spec);
-      const changes = describeChanges(current?.spec ?? null, spec);
-      const caps = await this.deps.engine.capabilities();
-      const rendered = renderLoadBalancer(spec, this.deps.config.current.render, { initStateAtStartup: caps.initStateAppliedAtStartup });
-      const config = rendered.haproxyConfig;
-      const certificates = await this.certificateFingerprints(spec);
-      const certificatesChanged = JSON.stringify(certificates) !== JSON.stringify(current?.certificates ?? {});
-
-      const lvsBefore = current ? lvsListeners(current.spec) : [];
-      const lvsRemoved = lvsBefore.filter((id) => !rendered.lvsConfigs.some((c) => c.listenerId === id));
-
-      if (opts.dryRun) {
-        const plan = config === null ? { steps: [], reloadReason: 'no haproxy listeners' } : await this.deps.engine.previewChange(lbId, config);
-        const same = config === null || ((await this.deps.engine.acceptedConfig(lbId)) === config && !certificatesChanged);
-        return {
-          result: 'dry_run', created: current === null, etag, changes, config: config ?? '',
-          plan: config !== null && (plan.reloadReason !== null || certificatesChanged) ? 'reload' : same ? 'unchanged' : 'runtime',
-          runtime: plan.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`),
-          reloadReason: certificatesChanged && plan.reloadReason === null ? 'certificates changed' : plan.reloadReason,
-          pending: [], lvs: [...rendered.lvsConfigs.map((c) => `apply ${c.listenerId}`), ...lvsRemoved.map((id) => `remove ${id}`)],
-        };
-      }
-
-      const next: StoredSpec = { spec, etag, certificates };
-      // Without LVS listeners the spec is written with the config, in the
-      // engine's one step; with them, after keepalived too has taken its part.
-      const hasLvs = rendered.lvsConfigs.length > 0 || lvsRemoved.length > 0;
-      const companions = hasLvs ? [] : [{ path: this.specPath(lbId), data: storedSpecText(next) }];
-      const forceReload = certificatesChanged && current !== null ? 'certificates changed' : undefined;
-      let report: ChangeReport = { result: 'unchanged', steps: [], reloadReason: null, pending: [], reload: null };
-      const lvs: string[] = [];
+      const p = await this.prepare(spec, current);
+      if (opts.dryRun) return this.dryRun(lbId, p);
       try {
-        if (config !== null) {
-          for (const f of rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
-          report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, { companions, ...(forceReload ? { forceReload } : {}) });
-        } else if (await this.deps.engine.exists(lbId)) {
-          await this.deps.engine.delete(lbId);
-          report = { ...report, result: 'reloaded', reloadReason: 'no haproxy listeners left' };
-        }
-        const base = this.deps.config.current.haproxyAmphora.basePath;
-        const settings = keepalivedSettings(this.deps.config.current, this.deps.engine.processManager);
-        for (const c of rendered.lvsConfigs) if (await applyLvs(base, settings, c.listenerId, c.content)) lvs.push(`restarted ${c.listenerId}`);
-        for (const id of lvsRemoved) {
-          await removeLvs(base, settings, id);
-          lvs.push(`removed ${id}`);
-        }
-        if (hasLvs) {
-          await ensureDir(this.deps.engine.files(lbId).dir, 0o755);
-          await writeFileAtomic(this.specPath(lbId), storedSpecText(next), 0o600);
-        }
+        const out = await this.apply(lbId, p);
+        this.specs.set(lbId, p.next);
+        this.deps.metrics.record(out.result, seconds(started));
+        if (out.result === 'started' || out.result === 'reloaded') await afterHaproxyChange(this.deps, lbId, p.rendered.haproxyConfig !== null);
+        return out;
       } catch (err) {
         this.deps.metrics.record('failed', seconds(started));
         this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
-        await this.removeNewLvs(rendered.lvsConfigs.map((c) => c.listenerId).filter((id) => !lvsBefore.includes(id)));
+        await this.removeNewLvs(p.lvsAdded);
         throw err;
       }
-      this.specs.set(lbId, next);
-      // A keepalived restart is a reload of that listener.
-      const result = lvs.length > 0 && (report.result === 'unchanged' || report.result === 'runtime') ? 'reloaded' : report.result;
-      this.deps.metrics.record(result, seconds(started));
-      if (result === 'started' || result === 'reloaded') await afterHaproxyChange(this.deps, lbId, config !== null);
-      return {
-        result, created: current === null, etag, changes,
-        runtime: report.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`),
-        reloadReason: report.reloadReason ?? (lvs.length > 0 ? 'UDP/SCTP listeners changed' : null), pending: report.pending, lvs,
-      };
     });
+  }
+
+  /** Everything decided before haproxy or keepalived is touched. */
+  private async prepare(spec: LoadBalancerSpec, current: StoredSpec | null): Promise<Prepared> {
+    const caps = await this.deps.engine.capabilities();
+    const rendered = renderLoadBalancer(spec, this.deps.config.current.render, { initStateAtStartup: caps.initStateAppliedAtStartup });
+    const certificates = await this.certificateFingerprints(spec);
+    const lvsBefore = current ? lvsListeners(current.spec) : [];
+    const lvsNow = rendered.lvsConfigs.map((c) => c.listenerId);
+    return {
+      current, rendered,
+      next: { spec, etag: specEtag(spec), certificates },
+      changes: describeChanges(current?.spec ?? null, spec),
+      certificatesChanged: current !== null && JSON.stringify(certificates) !== JSON.stringify(current.certificates),
+      lvsAdded: lvsNow.filter((id) => !lvsBefore.includes(id)),
+      lvsRemoved: lvsBefore.filter((id) => !lvsNow.includes(id)),
+    };
+  }
+
+  private async dryRun(lbId: string, p: Prepared): Promise<PutResult> {
+    const config = p.rendered.haproxyConfig;
+    const plan = config === null ? { steps: [], reloadReason: 'no haproxy listeners' } : await this.deps.engine.previewChange(lbId, config);
+    const reloadReason = plan.reloadReason ?? (p.certificatesChanged ? 'certificates changed' : null);
+    const same = config === null || (await this.deps.engine.acceptedConfig(lbId)) === config;
+    return {
+      result: 'dry_run', created: p.current === null, etag: p.next.etag, changes: p.changes, config: config ?? '',
+      plan: config !== null && reloadReason !== null ? 'reload' : same ? 'unchanged' : 'runtime',
+      runtime: plan.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`), reloadReason, pending: [],
+      lvs: [...p.rendered.lvsConfigs.map((c) => `apply ${c.listenerId}`), ...p.lvsRemoved.map((id) => `remove ${id}`)],
+    };
+  }
+
+  /** haproxy through the engine (runtime or reload), then keepalived for UDP/SCTP listeners, then the spec. */
+  private async apply(lbId: string, p: Prepared): Promise<PutResult & { result: ChangeReport['result'] }> {
+    const config = p.rendered.haproxyConfig;
+    // Without LVS listeners the spec is written with the config, in the
+    // engine's one step; with them, after keepalived too has taken its part.
+    const hasLvs = p.rendered.lvsConfigs.length > 0 || p.lvsRemoved.length > 0;
+    const specFile = { path: this.specPath(lbId), data: storedSpecText(p.next) };
+    let report: ChangeReport = { result: 'unchanged', steps: [], reloadReason: null, pending: [], reload: null };
+    if (config !== null) {
+      for (const f of p.rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
+      report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, {
+        companions: hasLvs ? [] : [specFile], ...(p.certificatesChanged ? { forceReload: 'certificates changed' } : {}),
+      });
+    } else if (await this.deps.engine.exists(lbId)) {
+      await this.deps.engine.delete(lbId);
+      report = { ...report, result: 'reloaded', reloadReason: 'no haproxy listeners left' };
+    }
+    const lvs = hasLvs ? await this.applyLvsListeners(p) : [];
+    if (hasLvs) {
+      await ensureDir(this.deps.engine.files(lbId).dir, 0o755);
+      await writeFileAtomic(specFile.path, specFile.data, 0o600);
+    }
+    // A keepalived restart is a reload of that listener.
+    const result = lvs.length > 0 && (report.result === 'unchanged' || report.result === 'runtime') ? 'reloaded' : report.result;
+    return {
+      result, created: p.current === null, etag: p.next.etag, changes: p.changes,
+      runtime: report.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`),
+      reloadReason: report.reloadReason ?? (lvs.length > 0 ? 'UDP/SCTP listeners changed' : null), pending: report.pending, lvs,
+    };
+  }
+
+  private async applyLvsListeners(p: Prepared): Promise<string[]> {
+    const base = this.deps.config.current.haproxyAmphora.basePath;
+    const settings = keepalivedSettings(this.deps.config.current, this.deps.engine.processManager);
+    const done: string[] = [];
+    for (const c of p.rendered.lvsConfigs) if (await applyLvs(base, settings, c.listenerId, c.content)) done.push(`restarted ${c.listenerId}`);
+    for (const id of p.lvsRemoved) {
+      await removeLvs(base, settings, id);
+      done.push(`removed ${id}`);
+    }
+    return done;
   }
 
   async get(lbId: string): Promise<(StoredSpec & { config: string }) | null> {
