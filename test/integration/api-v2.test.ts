@@ -245,6 +245,26 @@ HAPROXIES.forEach((h, hi) => {
     assert.equal((await servers()).map((s) => s.server).sort(), ['back', 'new0', 'new1']);
   });
 
+  t('a member added while not ready, then an agent restart: it still needs its check, and comes UP once ready', async () => {
+    const last: Member[] = [{ id: 'new0', backend: backend(2) }, { id: 'new1', backend: backend(3) }, { id: 'back', backend: backend(10) }];
+    const late = backend(11);
+    await late.setMode('not-ready');
+    const before = late.requests;
+    // The previous test left timeout_client_data at 40000: keep it, so only members change.
+    const keep = { timeout_client_data: 40000 };
+    const res = await put(spec(net.nsIp, [...last, { id: 'late', backend: late }], keep));
+    assert.is(res.json.result, 'runtime', res.text);
+    await agent.stop();
+    agent = await startAgent(h, dir, net.netns, 19843 + hi);
+    await sleep(2500); // more than rise x inter: a member that slipped through would be UP by now
+    assert.not.equal((await servers()).find((s) => s.server === 'late')?.opState, 2, 'UP while not ready');
+    await late.setMode('ready');
+    await waitFor('late UP after the restart', async () => (await servers()).find((s) => s.server === 'late')?.opState === 2, 15_000);
+    assert.is(late.requests, before, 'no request before it was ready and UP');
+    const back = await put(spec(net.nsIp, last, keep));
+    assert.is(back.json.result, 'runtime', back.text);
+  });
+
   t('a UDP listener goes to keepalived LVS: config written and valid; started, or the missing IPVS reported', async () => {
     const last: Member[] = [{ id: 'new0', backend: backend(2) }, { id: 'new1', backend: backend(3) }, { id: 'back', backend: backend(10) }];
     const withUdp = spec(net.nsIp, last) as ReturnType<typeof spec> & { listeners: object[] };
