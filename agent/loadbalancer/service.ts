@@ -155,18 +155,20 @@ export class LoadBalancerService {
     // engine's one step; with them, after keepalived too has taken its part.
     const hasLvs = p.rendered.lvsConfigs.length > 0 || p.lvsRemoved.length > 0;
     const specFile = { path: this.specPath(lbId), data: storedSpecText(p.next) };
+    // A spec sent again as it is (controllers retry) needs no write.
+    const specChanged = p.current === null || p.current.etag !== p.next.etag || JSON.stringify(p.current.certificates) !== JSON.stringify(p.next.certificates);
     let report: ChangeReport = { result: 'unchanged', steps: [], reloadReason: null, pending: [], reload: null };
     if (config !== null) {
       for (const f of p.rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
       report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, {
-        companions: hasLvs ? [] : [specFile], ...(p.certificatesChanged ? { forceReload: 'certificates changed' } : {}),
+        companions: hasLvs || !specChanged ? [] : [specFile], ...(p.certificatesChanged ? { forceReload: 'certificates changed' } : {}),
       });
     } else if (await this.deps.engine.exists(lbId)) {
       await this.deps.engine.delete(lbId);
       report = { ...report, result: 'reloaded', reloadReason: 'no haproxy listeners left' };
     }
     const lvs = hasLvs ? await this.applyLvsListeners(p) : [];
-    if (hasLvs) {
+    if (hasLvs && specChanged) {
       await ensureDir(this.deps.engine.files(lbId).dir, 0o755);
       await writeFileAtomic(specFile.path, specFile.data, 0o600);
     }
