@@ -24,6 +24,19 @@ function flatten(spec: LoadBalancerSpec): Flat {
   return out;
 }
 
+/** Field-by-field equality; arrays and objects compare by their JSON. */
+function sameFields(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const k of keys) {
+    const x = a[k];
+    const y = b[k];
+    if (x === y) continue;
+    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null || JSON.stringify(x) !== JSON.stringify(y)) return false;
+  }
+  return true;
+}
+
 export function describeChanges(before: LoadBalancerSpec | null, after: LoadBalancerSpec): string[] {
   if (before === null) return ['load balancer created'];
   const a = flatten(before);
@@ -35,7 +48,7 @@ export function describeChanges(before: LoadBalancerSpec | null, after: LoadBala
       out.push(`${k} added`);
       continue;
     }
-    if (JSON.stringify(was) === JSON.stringify(v)) continue;
+    if (sameFields(was, v)) continue;
     const fields = [...new Set([...Object.keys(was), ...Object.keys(v)])].sort()
       .filter((f) => JSON.stringify(was[f]) !== JSON.stringify(v[f]))
       .map((f) => `${f} ${JSON.stringify(was[f]) ?? '(unset)'} -> ${JSON.stringify(v[f]) ?? '(unset)'}`);
