@@ -1,0 +1,46 @@
+// API 2.0 status: haproxy's view mapped to Octavia's operating statuses, the
+// way the health manager maps heartbeat values.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { loadBalancerStatus } from '../../agent/loadbalancer/status.js';
+import { parseShowStat } from '../../agent/health/message.js';
+import { validateSpec } from '../../agent/spec/validate.js';
+
+const spec = validateSpec({
+  id: 'lb', vip_address: '203.0.113.1',
+  listeners: [
+    { id: 'l', protocol: 'HTTP', protocol_port: 80, default_pool: { id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [] } },
+    { id: 'u', protocol: 'UDP', protocol_port: 53 },
+  ],
+});
+
+const csv = [
+  '# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight',
+  'l,FRONTEND,,,0,0,100,0,0,0,0,0,0,,,,,OPEN,',
+  'p:l,a,0,0,0,0,,0,0,0,,0,,0,0,0,0,UP,1',
+  'p:l,b,0,0,0,0,,0,0,0,,0,,0,0,0,0,DOWN 1/2,1',
+  'p:l,c,0,0,0,0,,0,0,0,,0,,0,0,0,0,MAINT,1',
+  'p:l,d,0,0,0,0,,0,0,0,,0,,0,0,0,0,UP,0',
+  'p:l,e,0,0,0,0,,0,0,0,,0,,0,0,0,0,no check,1',
+  'p:l,BACKEND,0,0,0,0,100,0,0,0,0,0,,0,0,0,0,UP,4',
+].join('\n');
+
+test('members, pools and listeners map as the health manager maps heartbeats', () => {
+  const s = loadBalancerStatus(spec, parseShowStat(csv), { u: 'ERROR' });
+  assert.equal(s.listeners, [
+    { id: 'l', haproxy_status: 'OPEN', operating_status: 'ONLINE' },
+    { id: 'u', haproxy_status: 'keepalived ERROR', operating_status: 'ERROR' },
+  ]);
+  assert.is(s.pools[0]!.operating_status, 'ONLINE');
+  assert.equal(Object.fromEntries(s.pools[0]!.members.map((m) => [m.id, m.operating_status])), {
+    a: 'ONLINE', b: 'ERROR', c: 'OFFLINE', d: 'DRAINING', e: 'NO_MONITOR',
+  });
+});
+
+test('a listener haproxy does not report is OFFLINE', () => {
+  const s = loadBalancerStatus(spec, [], {});
+  assert.equal(s.listeners[0], { id: 'l', haproxy_status: 'absent', operating_status: 'OFFLINE' });
+  assert.equal(s.pools, []);
+});
+
+test.run();
