@@ -50,14 +50,6 @@ export function octaviaSettings(s: RenderSettings): OctaviaSettings {
   };
 }
 
-export interface RenderOptions {
-  /**
-   * Also fill in what Octavia's API stores for left-out fields: redirect code 302 and
-   * the [api_settings] TLS ciphers/versions/ALPN defaults. Default false.
-   */
-  apiDefaults?: boolean;
-}
-
 export interface OctaviaRendered {
   /** haproxy.cfg, or null when the load balancer has only UDP/SCTP listeners. */
   haproxy: string | null;
@@ -131,18 +123,16 @@ export class OctaviaRenderer {
   }
 
   /** Render a validated spec (defaults filled in) with Octavia, for haproxy `haproxyVersion` ("2.6"). */
-  render(spec: LoadBalancerSpec, haproxyVersion: string, settings: OctaviaSettings, options: RenderOptions = {}): Promise<OctaviaRendered> {
-    return this.request('render', {
-      spec, haproxy_version: haproxyVersion, settings, api_defaults: options.apiDefaults ?? false,
-    }) as Promise<OctaviaRendered>;
+  render(spec: LoadBalancerSpec, haproxyVersion: string, settings: OctaviaSettings): Promise<OctaviaRendered> {
+    return this.request('render', { spec, haproxy_version: haproxyVersion, settings }) as Promise<OctaviaRendered>;
   }
 
   /** Time `iterations` build_config calls on models built once; `warmup` untimed calls go first. */
   bench(spec: LoadBalancerSpec, haproxyVersion: string, settings: OctaviaSettings, iterations: number,
-    options: RenderOptions & { warmup?: number } = {}): Promise<BenchResult> {
+    options: { warmup?: number } = {}): Promise<BenchResult> {
     return this.request('bench', {
       spec, haproxy_version: haproxyVersion, settings, iterations,
-      warmup: options.warmup ?? 0, api_defaults: options.apiDefaults ?? false,
+      warmup: options.warmup ?? 0,
     }) as Promise<BenchResult>;
   }
 

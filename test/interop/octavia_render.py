@@ -5,8 +5,7 @@ Long-running, JSON lines: one request per stdin line, one answer per stdout line
 
   {"op": "ping"}
       -> {"ok": true, "result": {"octavia": "11.0.0", "jinja2": "3.1.2"}}
-  {"op": "render", "args": {"spec": SPEC, "haproxy_version": "2.6", "settings": SETTINGS,
-                            "api_defaults": false}}
+  {"op": "render", "args": {"spec": SPEC, "haproxy_version": "2.6", "settings": SETTINGS}}
       -> {"ok": true, "result": {"haproxy": "<haproxy.cfg text>" | null,
                                  "lvs": {"<listener id>": "<keepalived config>", ...},
                                  "warnings": ["<Octavia log warning>", ...]}}
@@ -66,11 +65,6 @@ the same graph from the spec, so both renderers see one load balancer:
   SHA-1 of their content; here the name is the spec's.) The crt-list path is Octavia's own
   CONF.haproxy_amphora.base_cert_dir/<lb_id>/<listener_id>.pem.
 
-api_defaults (optional, default false): also apply what Octavia's API stores for fields the spec
-leaves out: redirect_http_code 302 for REDIRECT_TO_URL/REDIRECT_PREFIX policies, and
-tls_ciphers/tls_versions/alpn_protocols from [api_settings] default_listener_* for TERMINATED_HTTPS
-listeners and default_pool_* for tls_enabled pools. Off, an absent field is simply not set.
-
 Rendering: JinjaTemplater(base_path, base_cert_dir, haproxy_template, connection_logging)
 .build_config(host_amphora, <every non-UDP/SCTP listener, disabled ones included>, tls_certs,
 haproxy_version.split('.')[:2]); "haproxy" is null when the LB has no such listener. Each UDP/SCTP
@@ -128,16 +122,6 @@ SETTINGS = {
 
 
 
-def fill_tls_defaults(obj, kind):
-    """What Octavia's API stores for left-out TLS settings ([api_settings] default_<kind>_*)."""
-    api = CONF.api_settings
-    if obj.tls_ciphers is None:
-        obj.tls_ciphers = getattr(api, 'default_%s_ciphers' % kind)
-    if obj.tls_versions is None:
-        obj.tls_versions = list(getattr(api, 'default_%s_tls_versions' % kind))
-    if obj.alpn_protocols is None:
-        obj.alpn_protocols = list(getattr(api, 'default_%s_alpn_protocols' % kind))
-
 class WarningCollector(logging.Handler):
     """Keeps Octavia's log warnings (e.g. a sanitised redirect URL or a dropped L7 rule)."""
 
@@ -173,9 +157,8 @@ def header_value(value):
 class Builder:
     """Spec (validated, defaults filled in) -> octavia.common.data_models graph."""
 
-    def __init__(self, spec, api_defaults=False):
+    def __init__(self, spec):
         self.spec = spec
-        self.api_defaults = api_defaults
         self.project_id = spec.get('project_id') or '-'
         self.pools = {}
 
@@ -231,8 +214,6 @@ class Builder:
             crl_container_id=p.get('crl_container_ref'),
             tls_ciphers=p.get('tls_ciphers'), tls_versions=copy_list(p.get('tls_versions')),
             alpn_protocols=copy_list(p.get('alpn_protocols')))
-        if self.api_defaults and tls_enabled:
-            fill_tls_defaults(pool, 'pool')
         for m in p.get('members', []):
             pool.members.append(dm.Member(
                 id=m['id'], project_id=self.project_id, pool_id=pool.id, ip_address=m['address'],
@@ -306,8 +287,6 @@ class Builder:
                            for c in l.get('allowed_cidrs', [])],
             tls_ciphers=l.get('tls_ciphers'), tls_versions=copy_list(l.get('tls_versions')),
             alpn_protocols=copy_list(l.get('alpn_protocols')))
-        if self.api_defaults and listener.protocol == constants.PROTOCOL_TERMINATED_HTTPS:
-            fill_tls_defaults(listener, 'listener')
 
         for p in l.get('l7policies', []):
             policy = self.policy(p, listener)
@@ -335,9 +314,6 @@ class Builder:
     def policy(self, p, listener):
         redirect_pool = self.pools[p['redirect_pool_id']] if p.get('redirect_pool_id') else None
         code = p.get('redirect_http_code')
-        if (self.api_defaults and code is None and
-                (p.get('redirect_url') or p.get('redirect_prefix'))):
-            code = 302  # L7PolicyController._validate_create_l7policy
         policy = dm.L7Policy(
             id=p['id'], name=p.get('name'), description=p.get('description'),
             listener_id=listener.id, action=p['action'],
@@ -396,7 +372,7 @@ class Prepared:
 
     def __init__(self, args):
         apply_settings(args.get('settings', {}))
-        builder = Builder(args['spec'], bool(args.get('api_defaults', False)))
+        builder = Builder(args['spec'])
         self.lb = builder.build()
         self.host_amphora = builder.host_amphora
         self.versions = str(args['haproxy_version']).split('.')[:2]
