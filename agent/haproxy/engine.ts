@@ -8,7 +8,7 @@
 // On any failure haproxy keeps serving the previous config, which stays the
 // live one on disk, and the caller gets a typed error with haproxy's message.
 import { readdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { Logger } from '../log.js';
 import { run } from '../system/exec.js';
 import {
@@ -77,6 +77,8 @@ interface AppliedRecord {
 export class HaproxyEngine {
   private readonly lock = new KeyedLock();
   private readonly baseDir: string;
+  /** Load balancers with members waiting for a first passing check; null until read from disk. */
+  private pendingLbs: Set<string> | null = null;
 
   constructor(private readonly opts: EngineOptions) {
     this.baseDir = resolve(opts.baseDir);
@@ -194,12 +196,20 @@ export class HaproxyEngine {
    * runtime.ts). The agent calls this a few times a second.
    */
   async promotePending(): Promise<void> {
-    for (const lbId of await this.loadBalancerIds()) {
+    if (this.pendingLbs === null) {
+      // Once, from disk (an agent restart); from then on writePending keeps it.
+      const found = new Set<string>();
+      for (const lbId of await this.loadBalancerIds()) if (await exists(this.files(lbId).pendingReady)) found.add(lbId);
+      this.pendingLbs = found;
+    }
+    for (const lbId of [...this.pendingLbs]) {
       const files = this.files(lbId);
-      if (!(await exists(files.pendingReady))) continue;
       await this.lock.run(lbId, async () => {
         const pending = await this.readPending(files);
-        if (pending.length === 0) return;
+        if (pending.length === 0) {
+          this.pendingLbs?.delete(lbId); // deleted or reloaded meanwhile
+          return;
+        }
         const waiting = await new RuntimeApi(files.masterSocket, this.drainTimeoutMs).promote(pending);
         if (waiting.length !== pending.length) {
           this.opts.log.info({ lbId, ready: pending.filter((p) => !waiting.includes(p)).map((p) => `${p.backend}/${p.server}`) }, 'members passed their first check');
@@ -369,8 +379,14 @@ export class HaproxyEngine {
   }
 
   private async writePending(files: LoadBalancerFiles, pending: PendingMember[]): Promise<void> {
-    if (pending.length === 0) await removeFile(files.pendingReady);
-    else await writeFileAtomic(files.pendingReady, JSON.stringify(pending), 0o600);
+    const lbId = basename(files.dir);
+    if (pending.length === 0) {
+      await removeFile(files.pendingReady);
+      this.pendingLbs?.delete(lbId);
+    } else {
+      await writeFileAtomic(files.pendingReady, JSON.stringify(pending), 0o600);
+      this.pendingLbs?.add(lbId);
+    }
   }
 
   private async commitCandidate(lbId: string, amphoraId: string): Promise<void> {

@@ -7,6 +7,7 @@
 //  - older haproxy: leaving maintenance makes a server UP at once (seen on 2.6),
 //    so it stays in maintenance with checks running, and is made ready only
 //    once a check passed (`pendingReady`, driven by the engine's ready watcher).
+import { parseShowStat } from '../health/message.js';
 import { workerCommand } from './master-cli.js';
 import { parseServerState, type ServerStateEntry } from './server-state.js';
 import { riseOf, type RuntimeStep } from './runtime-plan.js';
@@ -104,12 +105,8 @@ export class RuntimeApi {
   }
 
   private async activeSessions(backend: string, server: string): Promise<number> {
-    const csv = await workerCommand(this.socket, 'show stat', 5000);
-    for (const line of csv.split('\n')) {
-      const f = line.split(',');
-      if (f[0] === backend && f[1] === server) return Number(f[4] || 0); // scur
-    }
-    return 0;
+    const rows = parseShowStat(await workerCommand(this.socket, 'show stat', 5000));
+    return rows.find((r) => r.pxname === backend && r.svname === server)?.scur ?? 0;
   }
 
   /** Make ready the pending members whose checks passed; returns those still waiting. */

@@ -3,6 +3,7 @@
 // certificate needs a reload even when the rendered config is the same).
 import { createHash } from 'node:crypto';
 import type { LoadBalancerSpec } from '../spec/types.js';
+import { poolsById } from '../spec/pools.js';
 import { readTextIfExists, removeFile } from '../system/files.js';
 
 export interface StoredSpec {
@@ -48,7 +49,7 @@ export function certificateFiles(spec: LoadBalancerSpec): string[] {
       if (f !== undefined) names.add(f);
     }
   }
-  for (const p of [...spec.pools, ...spec.listeners.flatMap((l) => (l.default_pool ? [l.default_pool] : []))]) {
+  for (const p of poolsById(spec).values()) {
     for (const f of [p.tls_container_ref, p.ca_tls_container_ref, p.crl_container_ref]) if (f !== undefined) names.add(f);
   }
   return [...names].sort();

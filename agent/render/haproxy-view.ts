@@ -9,6 +9,7 @@ import {
   type LoadBalancerSpec, type MemberSpec, type PoolSpec,
 } from '../spec/types.js';
 import type { RenderSettings, RenderTarget } from './settings.js';
+import { defaultPoolOf, poolsById } from '../spec/pools.js';
 
 /** haproxy's ceiling for a global maxconn, and Octavia's. */
 const MAX_MAXCONN = 1000000;
@@ -176,15 +177,14 @@ function isOn(flag: boolean | undefined): boolean {
 }
 
 export class ViewBuilder {
-  private readonly pools = new Map<string, PoolSpec>();
+  private readonly pools: Map<string, PoolSpec>;
 
   constructor(
     private readonly spec: LoadBalancerSpec,
     private readonly settings: RenderSettings,
     private readonly target: RenderTarget,
   ) {
-    for (const p of spec.pools) this.pools.set(p.id, p);
-    for (const l of spec.listeners) if (l.default_pool) this.pools.set(l.default_pool.id, l.default_pool);
+    this.pools = poolsById(spec);
   }
 
   certPath(file: string): string {
@@ -196,7 +196,7 @@ export class ViewBuilder {
   }
 
   defaultPool(l: ListenerSpec): PoolSpec | undefined {
-    return l.default_pool ?? (l.default_pool_id !== undefined ? this.pools.get(l.default_pool_id) : undefined);
+    return defaultPoolOf(l, this.pools);
   }
 
   /** Enabled policies with at least one enabled rule, in position order. */

@@ -4,6 +4,7 @@ import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
 import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from '../spec/types.js';
 import { expectedCodes } from './haproxy-view.js';
+import { defaultPoolOf, poolsById } from '../spec/pools.js';
 import type { RenderSettings } from './settings.js';
 
 export interface RealServerView {
@@ -54,10 +55,10 @@ export interface LvsView {
 const ALGORITHM: Record<string, string> = { ROUND_ROBIN: 'wrr', LEAST_CONNECTIONS: 'lc', SOURCE_IP: 'sh' };
 
 export function lvsViews(spec: LoadBalancerSpec, settings: RenderSettings): LvsView[] {
-  const shared = new Map(spec.pools.map((p) => [p.id, p]));
+  const pools = poolsById(spec);
   return spec.listeners
     .filter((l) => LVS_PROTOCOLS.includes(l.protocol))
-    .map((l) => lvsView(spec, settings, l, l.default_pool ?? (l.default_pool_id !== undefined ? shared.get(l.default_pool_id) : undefined)));
+    .map((l) => lvsView(spec, settings, l, defaultPoolOf(l, pools)));
 }
 
 function lvsView(spec: LoadBalancerSpec, settings: RenderSettings, l: ListenerSpec, pool: PoolSpec | undefined): LvsView {
