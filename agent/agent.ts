@@ -1,6 +1,7 @@
 // The composition root: turns an AgentConfig into the running parts (engine
 // with its process manager, API app). Nothing else decides which back end runs.
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { AgentConfig } from './config/agent-config.js';
 import { HaproxyEngine } from './haproxy/engine.js';
 import { DirectSupervisor, type HaproxySupervisor } from './haproxy/process.js';
@@ -34,6 +35,8 @@ export async function buildEngine(config: AgentConfig, log: Logger): Promise<Hap
     log: log.child({ module: 'engine' }),
     protectNewMembers: config.amphoraAgent.protectNewMembers,
     drainTimeoutMs: config.amphoraAgent.memberDrainTimeout * 1000,
+    runtimeMemberChanges: config.amphoraAgent.runtimeMemberChanges,
+    certDir: (lbId) => join(config.haproxyAmphora.baseCertDir, lbId),
   });
 }
 

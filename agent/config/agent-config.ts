@@ -42,6 +42,8 @@ export interface AgentConfig {
     protectNewMembers: boolean;
     /** Added: seconds a member removed through API 2.0 may keep its sessions before they are closed. */
     memberDrainTimeout: number;
+    /** Added: API 1.0 reloads that only add or change members use haproxy's runtime API instead. */
+    runtimeMemberChanges: boolean;
   };
   controllerWorker: {
     loadbalancerTopology: 'SINGLE' | 'ACTIVE_STANDBY';
@@ -139,6 +141,7 @@ export function parseAgentConfig(text: string): AgentConfig {
       systemdUnitDir: str(aa, 'systemd_unit_dir', '/usr/lib/systemd/system'),
       protectNewMembers: bool(aa, 'amphora_agent', 'protect_new_members', true),
       memberDrainTimeout: int(aa, 'amphora_agent', 'member_drain_timeout', 30, 0, 86400),
+      runtimeMemberChanges: bool(aa, 'amphora_agent', 'runtime_member_changes', true),
     },
     render: {
       basePath,

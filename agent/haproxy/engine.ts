@@ -12,7 +12,8 @@ import { basename, join, resolve } from 'node:path';
 import type { Logger } from '../log.js';
 import { run } from '../system/exec.js';
 import {
-  ensureDir, exists, readTextIfExists, removeFile, removeTree, renameDurable, stageFiles, writeFileAtomic, writeFilesAtomic,
+  ensureDir, exists, modifiedAt, newestModification, readTextIfExists, removeFile, removeTree, renameDurable, stageFiles,
+  writeFileAtomic, writeFilesAtomic,
 } from '../system/files.js';
 import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js';
 import { readConfig } from './config-reader.js';
@@ -37,6 +38,14 @@ export interface EngineOptions {
   protectNewMembers?: boolean;
   /** How long a member removed at runtime may keep its sessions before they are closed (default 30 s). */
   drainTimeoutMs?: number;
+  /**
+   * API 1.0 reloads whose config differs only in members go through the
+   * runtime API (default true). Needs `certDir`: a changed certificate always
+   * reloads.
+   */
+  runtimeMemberChanges?: boolean;
+  /** Where a load balancer's certificates are (Octavia: <base_cert_dir>/<lb_id>). */
+  certDir?: (lbId: string) => string;
 }
 
 /** A file of the load balancer's directory that belongs with a config (the spec it was rendered from): written once the config is applied. */
@@ -157,18 +166,9 @@ export class HaproxyEngine {
         return { result: 'unchanged', steps: [], reloadReason: null, pending: [], reload: null };
       }
       if (plan.reloadReason === null) {
-        try {
-          return await this.runtimeChange(lbId, text, plan.steps, companions);
-        } catch (err) {
-          if (err instanceof MasterCliError) {
-            plan.reloadReason = `haproxy's runtime API did not answer: ${err.message}`;
-            this.opts.log.warn({ lbId, err: err.message }, 'runtime API unreachable; loading instead');
-          } else {
-            if (!(err instanceof RuntimeCommandError)) throw err;
-            this.opts.log.warn({ lbId, err: err.message }, 'runtime change refused by haproxy; reloading instead');
-            plan.reloadReason = `haproxy refused a runtime command: ${err.message}`;
-          }
-        }
+        const runtime = await this.tryRuntimeChange(lbId, text, plan.steps, companions);
+        if (typeof runtime !== 'string') return runtime;
+        plan.reloadReason = runtime;
       }
       await this.ensureUserGroupFile();
       const previous = await readTextIfExists(files.config);
@@ -222,6 +222,43 @@ export class HaproxyEngine {
   /** Load the accepted config: reload when haproxy runs, start it otherwise. */
   reload(lbId: string): Promise<ReloadReport> {
     return this.lock.run(lbId, () => this.load(lbId));
+  }
+
+  /**
+   * API 1.0's reload: make the accepted (uploaded) config run. When it differs
+   * from what haproxy runs only in members added, re-weighted or put in or out
+   * of maintenance, and no certificate changed since the last load, that goes
+   * through the runtime API with no reload, under the same protection for new
+   * members. Removed members still reload, as Octavia's agent does: their
+   * sessions finish on the old worker instead of waiting for a drain.
+   */
+  reloadAccepted(lbId: string): Promise<ChangeReport> {
+    return this.lock.run(lbId, async () => {
+      const text = await readTextIfExists(this.files(lbId).config);
+      if (text === null) throw new LoadBalancerNotFoundError(lbId);
+      const plan = await this.planReload(lbId, text);
+      if (plan.reloadReason === null) {
+        const runtime = await this.tryRuntimeChange(lbId, text, plan.steps, []);
+        if (typeof runtime !== 'string') return runtime;
+        plan.reloadReason = runtime;
+      }
+      const reload = await this.load(lbId);
+      return { result: reload.action, steps: [], reloadReason: plan.reloadReason, pending: [], reload };
+    });
+  }
+
+  /** The runtime steps an API 1.0 reload of `text` can be, or why it must reload. */
+  private async planReload(lbId: string, text: string): Promise<RuntimePlan> {
+    const reload = (reloadReason: string) => ({ steps: [], reloadReason });
+    if (this.opts.runtimeMemberChanges === false || !this.opts.certDir) return reload('runtime member changes are off');
+    const plan = await this.planChange(lbId, text);
+    if (plan.reloadReason !== null) return plan;
+    if (plan.steps.length === 0) return reload('nothing changed that the runtime API could apply');
+    if (plan.steps.some((s) => s.kind === 'remove')) return reload('members removed');
+    const loadedAt = await modifiedAt(this.files(lbId).applied);
+    const certsAt = await newestModification(this.opts.certDir(lbId));
+    if (loadedAt === null || (certsAt !== null && certsAt >= loadedAt)) return reload('certificates changed since the last load');
+    return plan;
   }
 
   start(lbId: string): Promise<ReloadReport | null> {
@@ -346,15 +383,31 @@ export class HaproxyEngine {
     return this.opts.drainTimeoutMs ?? 30_000;
   }
 
-  /** Runtime changes are planned against the live config, when it is exactly the accepted one and haproxy runs it. */
+  /**
+   * Runtime changes are planned against the live config: what haproxy loaded,
+   * with the agent's own protection edits, which the plan sees through.
+   * Whether haproxy runs is not asked here (it costs a master CLI round trip):
+   * a runtime command to a stopped haproxy fails and falls back to a load.
+   */
   private async planChange(lbId: string, text: string): Promise<RuntimePlan> {
-    const files = this.files(lbId);
-    const accepted = await readTextIfExists(files.config);
-    if (accepted === null) return { steps: [], reloadReason: 'new load balancer' };
-    if ((await readTextIfExists(files.live)) !== accepted) return { steps: [], reloadReason: 'the live config carries protection edits' };
-    // Whether haproxy runs is not asked here (it costs a master CLI round
-    // trip): a runtime command to a stopped haproxy fails and falls back to a load.
-    return planRuntime(accepted, text);
+    const live = await readTextIfExists(this.files(lbId).live);
+    if (live === null) return { steps: [], reloadReason: 'haproxy has not loaded this load balancer' };
+    return planRuntime(live, text);
+  }
+
+  /** A runtime change, or why it fell back (haproxy refused a command or did not answer). */
+  private async tryRuntimeChange(lbId: string, text: string, steps: RuntimeStep[], companions: Companion[]): Promise<ChangeReport | string> {
+    try {
+      return await this.runtimeChange(lbId, text, steps, companions);
+    } catch (err) {
+      if (err instanceof MasterCliError) {
+        this.opts.log.warn({ lbId, err: err.message }, 'runtime API unreachable; loading instead');
+        return `haproxy's runtime API did not answer: ${err.message}`;
+      }
+      if (!(err instanceof RuntimeCommandError)) throw err;
+      this.opts.log.warn({ lbId, err: err.message }, 'runtime change refused by haproxy; reloading instead');
+      return `haproxy refused a runtime command: ${err.message}`;
+    }
   }
 
   private async runtimeChange(lbId: string, text: string, steps: RuntimeStep[], companions: Companion[]): Promise<ChangeReport> {

@@ -66,11 +66,15 @@ function argsOf(line: string): string[] {
   return words.slice(2);
 }
 
-/** Flags and keyword arguments of a server line, without weight and `disabled`. */
+/**
+ * Flags and keyword arguments of a server line, without weight, `disabled`
+ * and `init-state`: init-state acts only when haproxy loads a config, and the
+ * agent adds it itself to new members of configs that lack it.
+ */
 function identity(args: string[]): string {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    if (args[i] === 'weight') i++;
+    if (args[i] === 'weight' || args[i] === 'init-state') i++;
     else if (args[i] !== 'disabled') out.push(args[i]!);
   }
   return out.join(' ');

@@ -11,7 +11,7 @@
 // work meanwhile (the runtime path talks to haproxy while its files sync).
 // The functions that read stay async so callers need not know.
 import {
-  closeSync, fsync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync, fchmodSync,
+  closeSync, fsync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync, fchmodSync,
 } from 'node:fs';
 import { promisify } from 'node:util';
 import { dirname, basename, join } from 'node:path';
@@ -127,6 +127,24 @@ export async function readTextIfExists(path: string): Promise<string | null> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
+}
+
+/** When the file was last modified (ms since the epoch), or null if it does not exist. */
+export async function modifiedAt(path: string): Promise<number | null> {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return null;
+  }
+}
+
+/** The latest modification of a directory or of a file in it (ms), or null if the directory does not exist. */
+export async function newestModification(dir: string): Promise<number | null> {
+  const own = await modifiedAt(dir);
+  if (own === null) return null;
+  let newest = own;
+  for (const name of readdirSync(dir)) newest = Math.max(newest, (await modifiedAt(join(dir, name))) ?? 0);
+  return newest;
 }
 
 export async function exists(path: string): Promise<boolean> {

@@ -15,6 +15,8 @@ import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
 import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { issue } from '../helpers/certs.js';
+import { currentWorker, masterCommand, parseShowProc, workerCommand } from '../../agent/haproxy/master-cli.js';
+import { parseServerState } from '../../agent/haproxy/server-state.js';
 
 const LB = '6f0cd6c0-0000-4000-8000-0000000000aa';
 const LISTENER = '6f0cd6c0-0000-4000-8000-0000000000bb';
@@ -30,11 +32,12 @@ HAPROXIES.forEach((h, i) => {
   let haproxyVersion = '';
   const url = () => `http://${net.nsIp}:8080/`;
 
-  const render = async (list: TestBackend[]) => {
+  /** `options`: a member's weight and admin state, by member name. */
+  const render = async (list: Pick<TestBackend, 'name' | 'host' | 'port'>[], options: Record<string, { weight?: number; enabled?: boolean }> = {}) => {
     const a = await peer.request('render', {
       lb_id: LB, listener_id: LISTENER, pool_id: POOL, vip: net.nsIp, port: 8080, haproxy_version: haproxyVersion,
       monitor: { delay: 1, timeout: 1, fall: 2, rise: 2, path: '/healthz' },
-      members: list.map((m) => ({ id: m.name, address: m.host, port: m.port })),
+      members: list.map((m) => ({ id: m.name, address: m.host, port: m.port, ...options[m.name] })),
     });
     assert.ok(a.ok, `JinjaTemplater failed: ${a.message}`);
     return a.result as string;
@@ -130,6 +133,45 @@ HAPROXIES.forEach((h, i) => {
     } finally {
       await added.stop();
     }
+  });
+
+  t('member-only changes from the controller reload nothing; a removal and a changed certificate still reload', async () => {
+    const socket = join(agent.basePath, LB, 'master.sock');
+    const processes = async () => parseShowProc(await masterCommand(socket, 'show proc'))!;
+    const server = async (name: string) => parseServerState(await workerCommand(socket, 'show servers state')).entries.find((e) => e.server === name);
+    // The members the previous test left: m3 (its backend gone) is DOWN.
+    const m3 = { name: 'm3', host: net.hostIp, port: 18203 };
+    const m4 = await new TestBackend('m4', net.hostIp, 18204).start();
+    const apply = async (list: Pick<TestBackend, 'name' | 'host' | 'port'>[], options = {}) => {
+      await peer.call('upload_config', LB, await render(list, options));
+      await peer.call('reload_listener', LB);
+    };
+    const load = new LoadGenerator(url(), 250).start();
+    try {
+      await sleep(300);
+      const before = await processes();
+      await apply([...members, m3, m4]);
+      await waitFor('m4 to serve', () => m4.firstServedAt !== null, 8000);
+      await apply([...members, m3, m4], { m1: { weight: 5 }, m2: { enabled: false } });
+      const after = await processes();
+      assert.is(after.reloads, before.reloads, 'haproxy reloaded for member-only changes');
+      assert.is(currentWorker(after), currentWorker(before));
+      assert.is((await server('m1'))!.raw.split(/\s+/)[7], '5', 'm1 runs with weight 5');
+      assert.is((await server('m2'))!.adminState & 1, 1, 'm2 is in maintenance');
+
+      await apply([...members, m4], { m1: { weight: 5 }, m2: { enabled: false } });
+      assert.is((await processes()).reloads, before.reloads + 1, 'removing m3 reloads');
+      assert.is(await server('m3'), undefined);
+
+      await peer.call('upload_cert_pem', LB, 'client-ca.pem', readFileSync(agent.clientCa.cert, 'utf8'));
+      await apply([...members, m4], { m2: { enabled: false } });
+      assert.is((await processes()).reloads, before.reloads + 2, 'a weight change after a certificate upload reloads');
+      await sleep(300);
+    } finally {
+      await load.stop();
+      await m4.stop();
+    }
+    assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
   });
 
   t('agent config update and server certificate rotation', async () => {

@@ -58,7 +58,8 @@ def build_lb(spec):
         pool.health_monitor = hm
     for mem in spec['members']:
         pool.members.append(dm.Member(id=mem['id'], ip_address=mem['address'],
-                                      protocol_port=mem['port'], weight=1, enabled=True,
+                                      protocol_port=mem['port'], weight=mem.get('weight', 1),
+                                      enabled=mem.get('enabled', True),
                                       backup=False, pool=pool, provisioning_status='ACTIVE',
                                       monitor_address=None, monitor_port=None))
     listener.default_pool = pool

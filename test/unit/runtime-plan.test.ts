@@ -30,6 +30,16 @@ test('anything beyond members needs a reload', () => {
   assert.equal(planRuntime(base, base), { steps: [], reloadReason: null });
 });
 
+test('init-state the agent added at a reload is no change; on a new member it is kept for `add server`', () => {
+  const live = cfg(['m1 10.0.0.1:80 weight 1 check init-state fully-down']);
+  const uploaded = cfg(['m1 10.0.0.1:80 weight 1 check', 'm2 10.0.0.2:80 weight 1 check init-state fully-down']);
+  const plan = planRuntime(live, uploaded);
+  assert.equal(plan.steps.map((s) => `${s.kind} ${s.server}`), ['add m2']);
+  const add = plan.steps[0]!;
+  assert.ok(add.kind === 'add' && add.args.includes('init-state'));
+  assert.match(planRuntime(live, cfg(['m1 10.0.0.1:80 weight 1 check inter 3s'])).reloadReason!, /m1 changed/);
+});
+
 test('changes are described object by object', () => {
   const spec = (weight: number, extra: object[] = []) => validateSpec({
     id: 'lb', vip_address: '203.0.113.1',

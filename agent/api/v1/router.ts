@@ -154,11 +154,15 @@ export function createV1Router(deps: V1Deps): Router {
         await afterHaproxyChange(lbId, false);
         return sendJson(res, 202, { message: 'OK', details: `Listener ${lbId} stoped` });
       }
-      const report = action === 'reload' ? await engine.reload(lbId) : await engine.start(lbId);
-      await afterHaproxyChange(lbId, true);
-      if (action === 'reload' && report?.action === 'reloaded') {
-        return sendJson(res, 202, { message: 'OK', details: `Listener ${lbId} reloaded` });
+      if (action === 'reload') {
+        const report = await engine.reloadAccepted(lbId);
+        // A runtime change moved no address: nothing to announce.
+        if (report.result !== 'runtime') await afterHaproxyChange(lbId, true);
+        if (report.result !== 'started') return sendJson(res, 202, { message: 'OK', details: `Listener ${lbId} reloaded` });
+        return sendJson(res, 202, { message: 'OK', details: `Configuration file is valid\nhaproxy daemon for ${lbId} started` });
       }
+      await engine.start(lbId);
+      await afterHaproxyChange(lbId, true);
       sendJson(res, 202, { message: 'OK', details: `Configuration file is valid\nhaproxy daemon for ${lbId} started` });
     } catch (err) {
       if (err instanceof HaproxyFailedError) return sendMessage(res, 500, `Error ${action}ing haproxy`, err.output);
