@@ -27,8 +27,12 @@ export interface AgentUnderTest {
   stop(): Promise<void>;
 }
 
-/** `healthManager`: lines for [health_manager] (default: no heartbeat destinations). */
-export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string, port: number, healthManager: string[] = ['controller_ip_port_list =']): Promise<AgentUnderTest> {
+/**
+ * `healthManager`: lines for [health_manager] (default: no heartbeat
+ * destinations); `amphoraAgent`: more lines for [amphora_agent].
+ */
+export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string, port: number,
+  healthManager: string[] = ['controller_ip_port_list ='], amphoraAgent: string[] = []): Promise<AgentUnderTest> {
   const amphoraId = 'a1b2c3d4-0000-4000-8000-000000000001';
   const pki = join(dir, 'pki');
   mkdirSync(pki, { recursive: true });
@@ -45,7 +49,7 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
     '[health_manager]', ...healthManager,
     '[amphora_agent]', `agent_server_cert = ${server.pem}`, `agent_server_ca = ${clientCa.cert}`,
     `amphora_id = ${amphoraId}`, 'process_manager = direct', `network_namespace = ${netns}`,
-    `agent_server_network_dir = ${join(dir, 'interfaces')}`, `systemd_unit_dir = ${join(dir, 'units')}`, '',
+    `agent_server_network_dir = ${join(dir, 'interfaces')}`, `systemd_unit_dir = ${join(dir, 'units')}`, ...amphoraAgent, '',
   ].join('\n'));
   let out = '';
   // Info level: readiness is read from the "API listening" log line.
