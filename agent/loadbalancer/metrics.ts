@@ -1,31 +1,42 @@
-// Apply counters for GET /2.0/metrics, in Prometheus text format. prom-client
+// Apply counters for GET /2.0/metrics (applies through both APIs), in Prometheus text format. prom-client
 // does the exposition format and histogram buckets, which are easy to get
 // subtly wrong by hand.
 import { Counter, Histogram, Registry } from 'prom-client';
 
 export type ApplyOutcome = 'reloaded' | 'started' | 'runtime' | 'unchanged' | 'failed';
 
+/** Seconds since a process.hrtime.bigint() reading: what the latency histogram takes. */
+export function secondsSince(started: bigint): number {
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+/** Which API asked: 2.0 spec applies, or API 1.0 reloads and starts (Octavia's controller). */
+export type ApplyApi = '1.0' | '2.0';
+
 export class ApplyMetrics {
   readonly registry = new Registry();
   private readonly reloads = new Counter({
-    name: 'amphora_agent_reloads_total', help: 'haproxy starts and reloads made by API 2.0 applies', registers: [this.registry],
+    name: 'amphora_agent_reloads_total', help: 'haproxy starts and reloads made by applies, by API',
+    labelNames: ['api'], registers: [this.registry],
   });
   private readonly runtimeChanges = new Counter({
-    name: 'amphora_agent_runtime_changes_total', help: 'API 2.0 applies made through the runtime API, without a reload', registers: [this.registry],
+    name: 'amphora_agent_runtime_changes_total', help: 'applies made through the runtime API, without a reload, by API',
+    labelNames: ['api'], registers: [this.registry],
   });
   private readonly failed = new Counter({
-    name: 'amphora_agent_failed_applies_total', help: 'API 2.0 applies that failed (haproxy refused the config or did not load it)', registers: [this.registry],
+    name: 'amphora_agent_failed_applies_total', help: 'applies that failed (haproxy refused the config or did not load it), by API',
+    labelNames: ['api'], registers: [this.registry],
   });
   private readonly latency = new Histogram({
-    name: 'amphora_agent_apply_duration_seconds', help: 'Time to apply a spec, by outcome',
-    labelNames: ['outcome'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [this.registry],
+    name: 'amphora_agent_apply_duration_seconds', help: 'Time to apply a spec (2.0) or an uploaded config (1.0 reload), by API and outcome',
+    labelNames: ['api', 'outcome'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [this.registry],
   });
 
-  record(outcome: ApplyOutcome, seconds: number): void {
-    if (outcome === 'reloaded' || outcome === 'started') this.reloads.inc();
-    if (outcome === 'runtime') this.runtimeChanges.inc();
-    if (outcome === 'failed') this.failed.inc();
-    this.latency.observe({ outcome }, seconds);
+  record(api: ApplyApi, outcome: ApplyOutcome, seconds: number): void {
+    if (outcome === 'reloaded' || outcome === 'started') this.reloads.inc({ api });
+    if (outcome === 'runtime') this.runtimeChanges.inc({ api });
+    if (outcome === 'failed') this.failed.inc({ api });
+    this.latency.observe({ api, outcome }, seconds);
   }
 
   text(): Promise<string> {

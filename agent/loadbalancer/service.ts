@@ -23,7 +23,7 @@ import { applyLvs, lvsInstance, lvsStatus, removeLvs } from '../keepalived/servi
 import { keepalivedSettings } from '../keepalived/process.js';
 import { LVS_PROTOCOLS } from '../spec/types.js';
 import type { Logger } from '../log.js';
-import type { ApplyMetrics } from './metrics.js';
+import { secondsSince, type ApplyMetrics } from './metrics.js';
 import { certificateFiles, readStoredSpec, removeStoredSpec, specEtag, storedSpecText, type StoredSpec } from './spec-store.js';
 import { loadBalancerStatus, type LoadBalancerStatus } from './status.js';
 
@@ -106,11 +106,11 @@ export class LoadBalancerService {
       try {
         const out = await this.apply(lbId, p);
         this.specs.set(lbId, p.next);
-        this.deps.metrics.record(out.result, seconds(started));
+        this.deps.metrics.record('2.0', out.result, secondsSince(started));
         if (out.result === 'started' || out.result === 'reloaded') await afterHaproxyChange(this.deps, lbId, p.rendered.haproxyConfig !== null);
         return out;
       } catch (err) {
-        this.deps.metrics.record('failed', seconds(started));
+        this.deps.metrics.record('2.0', 'failed', secondsSince(started));
         this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
         await this.removeNewLvs(p.lvsAdded);
         throw err;
@@ -279,8 +279,4 @@ export class MissingCertificateError extends Error {
 
 function lvsListeners(spec: LoadBalancerSpec): string[] {
   return spec.listeners.filter((l) => LVS_PROTOCOLS.includes(l.protocol)).map((l) => l.id);
-}
-
-function seconds(started: bigint): number {
-  return Number(process.hrtime.bigint() - started) / 1e9;
 }

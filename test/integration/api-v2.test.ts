@@ -146,7 +146,7 @@ HAPROXIES.forEach((h, hi) => {
     assert.ok(load.records.length > 100, `${load.records.length} requests`);
     assert.equal((await servers()).map((s) => s.server).sort(), ['m0', 'm1']);
     const metrics = await apiRequest(agent, 'GET', '/2.0/metrics');
-    assert.match(metrics.text, /^amphora_agent_runtime_changes_total (8\d|9\d|\d{3,})$/m);
+    assert.match(metrics.text, /^amphora_agent_runtime_changes_total\{api="2\.0"\} (8\d|9\d|\d{3,})$/m);
   });
 
   t('rolling replacement of 4 members, each new one not ready for 3 s: 0 failed requests, none served early', async () => {

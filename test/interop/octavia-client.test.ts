@@ -13,6 +13,7 @@ import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
 import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { apiRequest } from '../helpers/api-client.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { issue } from '../helpers/certs.js';
 import { currentWorker, masterCommand, parseShowProc, workerCommand } from '../../agent/haproxy/master-cli.js';
@@ -158,6 +159,8 @@ HAPROXIES.forEach((h, i) => {
       assert.is(currentWorker(after), currentWorker(before));
       assert.is((await server('m1'))!.raw.split(/\s+/)[7], '5', 'm1 runs with weight 5');
       assert.is((await server('m2'))!.adminState & 1, 1, 'm2 is in maintenance');
+      const metrics = (await apiRequest(agent, 'GET', '/2.0/metrics')).text;
+      assert.match(metrics, /^amphora_agent_runtime_changes_total\{api="1\.0"\} 2$/m);
 
       await apply([...members, m4], { m1: { weight: 5 }, m2: { enabled: false } });
       assert.is((await processes()).reloads, before.reloads + 1, 'removing m3 reloads');

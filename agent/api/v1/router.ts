@@ -22,9 +22,11 @@ import { lvsAction, lvsDelete, registerKeepalivedRoutes, type KeepalivedDeps } f
 import { KeepalivedFailedError, keepalivedPid, keepalivedSettings } from '../../keepalived/process.js';
 import { lvsInstance, lvsListenerIds, lvsStatus } from '../../keepalived/service.js';
 import { afterHaproxyChange as announce } from '../../loadbalancer/announce.js';
+import { secondsSince, type ApplyMetrics } from '../../loadbalancer/metrics.js';
 
 export interface V1Deps {
   engine: HaproxyEngine;
+  metrics: ApplyMetrics;
   config: ConfigStore;
   log: Logger;
   packageVersions(): Promise<{ haproxy: string; keepalived: string; ipvsadm: string }>;
@@ -154,15 +156,20 @@ export function createV1Router(deps: V1Deps): Router {
         await afterHaproxyChange(lbId, false);
         return sendJson(res, 202, { message: 'OK', details: `Listener ${lbId} stoped` });
       }
-      if (action === 'reload') {
-        const report = await engine.reloadAccepted(lbId);
-        // A runtime change moved no address: nothing to announce.
-        if (report.result !== 'runtime') await afterHaproxyChange(lbId, true);
-        if (report.result !== 'started') return sendJson(res, 202, { message: 'OK', details: `Listener ${lbId} reloaded` });
-        return sendJson(res, 202, { message: 'OK', details: `Configuration file is valid\nhaproxy daemon for ${lbId} started` });
-      }
-      await engine.start(lbId);
-      await afterHaproxyChange(lbId, true);
+      // reload: runtime API for member-only changes, a reload otherwise;
+      // start: a load only when haproxy does not run.
+      const started = process.hrtime.bigint();
+      const applying = action === 'reload'
+        ? engine.reloadAccepted(lbId).then((r) => r.result)
+        : engine.start(lbId).then((r) => r?.action ?? 'unchanged');
+      const outcome = await applying.catch((err: unknown) => {
+        if (err instanceof HaproxyFailedError) deps.metrics.record('1.0', 'failed', secondsSince(started));
+        throw err;
+      });
+      deps.metrics.record('1.0', outcome, secondsSince(started));
+      // A runtime change moved no address: nothing to announce.
+      if (outcome !== 'runtime') await afterHaproxyChange(lbId, true);
+      if (action === 'reload' && outcome !== 'started') return sendJson(res, 202, { message: 'OK', details: `Listener ${lbId} reloaded` });
       sendJson(res, 202, { message: 'OK', details: `Configuration file is valid\nhaproxy daemon for ${lbId} started` });
     } catch (err) {
       if (err instanceof HaproxyFailedError) return sendMessage(res, 500, `Error ${action}ing haproxy`, err.output);

@@ -70,7 +70,7 @@ export function openApiDocument(): object {
       '/2.0/openapi.json': { get: { summary: 'This document', responses: { 200: { description: 'OK' } } } },
       '/2.0/metrics': {
         get: {
-          summary: 'Reloads, runtime changes, failed applies and apply latency, in Prometheus text format',
+          summary: 'Reloads, runtime changes, failed applies and apply latency (label api: 2.0 spec applies, 1.0 reloads), in Prometheus text format',
           responses: { 200: { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } } },
         },
       },
