@@ -36,7 +36,7 @@ try {
   const conf = join(dir, 'agent.conf');
   writeFileSync(conf, `[haproxy_amphora]\nbase_path = ${dir}\n[amphora_agent]\namphora_id = ${AMP}\n[health_manager]\nheartbeat_key = ${KEY}\n`);
   const store = await ConfigStore.load(conf);
-  const sender = new HeartbeatSender({ config: store, log: rootLogger, loadBalancerIds: () => engine.loadBalancerIds() });
+  const sender = new HeartbeatSender({ config: store, log: rootLogger, loadBalancerIds: () => engine.loadBalancerIds(), stats: (lbId) => engine.stats(lbId) });
   const times: number[] = [];
   let bytes = 0;
   let trimmed = 0;

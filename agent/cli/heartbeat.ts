@@ -12,7 +12,7 @@ export async function heartbeat(args: string[]): Promise<void> {
   const i = args.indexOf('--config-file');
   const store = await ConfigStore.load(i >= 0 ? args[i + 1]! : '/etc/octavia/amphora-agent.conf');
   const engine = await buildEngine(store.current, rootLogger);
-  const sender = new HeartbeatSender({ config: store, log: rootLogger, loadBalancerIds: () => engine.loadBalancerIds() });
+  const sender = new HeartbeatSender({ config: store, log: rootLogger, loadBalancerIds: () => engine.loadBalancerIds(), stats: (lbId) => engine.stats(lbId) });
   const message = await sender.buildNext(false);
   const bytes = encodeHeartbeat(message, store.current.healthManager.heartbeatKey).length;
   const skip = await sender.skipReason();

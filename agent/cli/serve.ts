@@ -92,7 +92,7 @@ export async function serve(args: string[]): Promise<void> {
   setInterval(() => void engine.promotePending(), 200).unref();
   // The heartbeat runs in this process: building it takes milliseconds and
   // happens once per heartbeat_interval, so it does not hold up the API.
-  new HeartbeatSender({ config: store, log: log.child({ module: 'heartbeat' }), loadBalancerIds: () => engine.loadBalancerIds() }).start();
+  new HeartbeatSender({ config: store, log: log.child({ module: 'heartbeat' }), loadBalancerIds: () => engine.loadBalancerIds(), stats: (lbId) => engine.stats(lbId) }).start();
   const shown = host.includes(':') ? `[${host}]` : host;
   log.info({ address: `${shown}:${port}` }, 'amphora agent API listening (mutual TLS)');
   if (dev) {

@@ -19,7 +19,9 @@ import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js
 import { readConfig } from './config-reader.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { loadBalancerFiles, peerName as peerNameOf, type LoadBalancerFiles } from './layout.js';
+import { loadBalancerFiles, peerName as peerNameOf, statsSocket, type LoadBalancerFiles } from './layout.js';
+import { parseShowStat, withPendingDown, type StatRow } from '../health/message.js';
+import { statsSocketQuery } from '../health/sender.js';
 import { MasterCliError, workerCommand } from './master-cli.js';
 import { LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
 import { planProtection, type ProtectionMethod } from './protection.js';
@@ -324,6 +326,17 @@ export class HaproxyEngine {
       if (e.isDirectory() && !e.name.startsWith('.') && (await exists(this.files(e.name).config))) ids.push(e.name);
     }
     return ids.sort();
+  }
+
+  /**
+   * haproxy's `show stat` rows for this load balancer, as the heartbeat and
+   * API 2.0's status report them: members waiting for their first passing
+   * check are DOWN.
+   */
+  async stats(lbId: string): Promise<StatRow[]> {
+    const rows = parseShowStat(await statsSocketQuery(statsSocket(this.baseDir, lbId)));
+    const pending = await this.readPending(this.files(lbId));
+    return pending.length > 0 ? withPendingDown(rows, pending) : rows;
   }
 
   /** The accepted config as stored, or null. */

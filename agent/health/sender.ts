@@ -14,11 +14,10 @@ import { keepalivedPid } from '../keepalived/process.js';
 import { lvsInstance, lvsListenerIds, vrrpInstance } from '../keepalived/service.js';
 import { exists, readTextIfExists, writeFileAtomic } from '../system/files.js';
 import { encodeToFit } from './envelope.js';
-import { statsSocket } from '../haproxy/layout.js';
 import { lvsPoolStatus, parseIpVs, parseLvsConfig } from './lvs-status.js';
 import { run } from '../system/exec.js';
 import { stat } from 'node:fs/promises';
-import { addLvsListener, buildHeartbeat, parseShowStat, type CounterStore, type HeartbeatMessage, type StatRow } from './message.js';
+import { addLvsListener, buildHeartbeat, type CounterStore, type HeartbeatMessage, type StatRow } from './message.js';
 
 /** The largest UDP payload over IPv4; the receiver reads at most 64 KiB. */
 export const MAX_DATAGRAM = 65_507;
@@ -50,6 +49,8 @@ export interface HeartbeatDeps {
   log: Logger;
   /** Ids of the load balancers with an accepted config. */
   loadBalancerIds(): Promise<string[]>;
+  /** A load balancer's `show stat` rows (the engine's, with members waiting for a first check DOWN). */
+  stats(lbId: string): Promise<StatRow[]>;
 }
 
 export class HeartbeatSender {
@@ -81,7 +82,7 @@ export class HeartbeatSender {
     const rows: StatRow[] = [];
     for (const lb of await this.deps.loadBalancerIds()) {
       try {
-        rows.push(...parseShowStat(await statsSocketQuery(statsSocket(this.basePath, lb))));
+        rows.push(...(await this.deps.stats(lb)));
       } catch (err) {
         this.deps.log.debug({ lbId: lb, err: String(err) }, 'no stats from haproxy this beat');
       }

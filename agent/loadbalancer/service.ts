@@ -9,9 +9,6 @@ import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
 import type { ChangeReport, HaproxyEngine } from '../haproxy/engine.js';
 import { KeyedLock } from '../haproxy/keyed-lock.js';
-import { statsSocket } from '../haproxy/layout.js';
-import { parseShowStat } from '../health/message.js';
-import { statsSocketQuery } from '../health/sender.js';
 import { renderLoadBalancer } from '../render/render.js';
 import type { RenderedLoadBalancer } from '../render/settings.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
@@ -219,8 +216,7 @@ export class LoadBalancerService {
   async status(lbId: string): Promise<LoadBalancerStatus | null> {
     const stored = await this.lock.run(lbId, () => this.stored(lbId));
     if (!stored) return null;
-    const socket = statsSocket(this.deps.config.current.haproxyAmphora.basePath, lbId);
-    const rows = await statsSocketQuery(socket).then(parseShowStat).catch(() => []);
+    const rows = await this.deps.engine.stats(lbId).catch(() => []);
     const base = this.deps.config.current.haproxyAmphora.basePath;
     const lvs: Record<string, string> = {};
     for (const id of lvsListeners(stored.spec)) {

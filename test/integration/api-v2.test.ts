@@ -258,6 +258,10 @@ HAPROXIES.forEach((h, hi) => {
     agent = await startAgent(h, dir, net.netns, 19843 + hi);
     await sleep(2500); // more than rise x inter: a member that slipped through would be UP by now
     assert.not.equal((await servers()).find((s) => s.server === 'late')?.opState, 2, 'UP while not ready');
+    // Held down, not disabled: the status (and the heartbeat) say ERROR, not OFFLINE.
+    const status = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}/status`);
+    const lateStatus = status.json.pools.flatMap((p: { members: { id: string; operating_status: string }[] }) => p.members).find((m: { id: string }) => m.id === 'late');
+    assert.is(lateStatus?.operating_status, 'ERROR', JSON.stringify(lateStatus));
     await late.setMode('ready');
     await waitFor('late UP after the restart', async () => (await servers()).find((s) => s.server === 'late')?.opState === 2, 15_000);
     assert.is(late.requests, before, 'no request before it was ready and UP');

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomUUID } from 'node:crypto';
 import { decodeHeartbeat, encodeHeartbeat, encodeToFit } from '../../agent/health/envelope.js';
-import { addLvsListener, buildHeartbeat, parseShowStat } from '../../agent/health/message.js';
+import { addLvsListener, buildHeartbeat, parseShowStat, withPendingDown } from '../../agent/health/message.js';
 import { parseDestination, MAX_DATAGRAM } from '../../agent/health/sender.js';
 
 const CSV = [
@@ -25,6 +25,14 @@ test('message v3: listener deltas (conns absolute), pool status, members with we
   // haproxy restarted: counters went down, the delta counts from zero.
   const restarted = buildHeartbeat('amp', 2, parseShowStat(CSV.replace('100,1000,2000', '4,40,80')), later.counters);
   assert.is(restarted.message.listeners.l1!.stats.totconns, 4);
+});
+
+test('a member waiting in maintenance for its first check is DOWN; one the operator disabled stays MAINT', () => {
+  const csv = CSV.replace('p1:l1,m2,0,0,0,0,,0,0,0,,0,,0,0,0,0,UP,0', 'p1:l1,m2,0,0,0,0,,0,0,0,,0,,0,0,0,0,MAINT,1')
+    .replace('p1:l1,m3,0,0,0,0,,0,0,0,,0,,0,0,0,0,DOWN 1/2,1', 'p1:l1,m3,0,0,0,0,,0,0,0,,0,,0,0,0,0,MAINT,1');
+  const rows = withPendingDown(parseShowStat(csv), [{ backend: 'p1:l1', server: 'm2' }, { backend: 'p1:l1', server: 'm1' }]);
+  const { message } = buildHeartbeat('amp', 0, rows, {});
+  assert.equal(message.pools['p1:l1']!.members, { m1: 'UP', m2: 'DOWN', m3: 'MAINT' });
 });
 
 test('LVS listeners: OPEN with zero stats, unless their config marks them disabled', () => {
