@@ -24,16 +24,26 @@ const files = findTests(here)
   .filter((f) => filters.length === 0 || filters.some((s) => relative(here, f).includes(s)))
   .sort((a, b) => order.indexOf(relative(here, a).split('/')[0]!) - order.indexOf(relative(here, b).split('/')[0]!));
 
+// The slowest file (the image build) takes about 3 minutes. A file still
+// running after this long hangs (a failed assertion left a load generator or
+// a server running): it is stopped and counted as failed, so CI ends.
+const FILE_LIMIT_MS = 15 * 60_000;
+
 function runFile(file: string): Promise<{ passed: number; failed: number; ms: number }> {
   const started = Date.now();
   return new Promise((resolve) => {
     // Agent logs at warn by default so test output stays readable.
     const env = { ...process.env, AMPHORA_AGENT_LOG_LEVEL: process.env.AMPHORA_AGENT_LOG_LEVEL ?? 'warn' };
     const child = spawn(process.execPath, ['--enable-source-maps', file], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const limit = setTimeout(() => {
+      console.log(`\n${relative(here, file)}: still running after ${FILE_LIMIT_MS / 60_000} minutes; stopped`);
+      child.kill('SIGKILL');
+    }, FILE_LIMIT_MS);
     let out = '';
     child.stdout.on('data', (d) => { out += d; process.stdout.write(d); });
     child.stderr.on('data', (d) => process.stderr.write(d));
     child.on('close', (code) => {
+      clearTimeout(limit);
       // uvu prints "Total: N" and "Passed: N" per file (colours stripped).
       const plain = out.replace(/\x1b\[[0-9;]*m/g, '');
       const total = [...plain.matchAll(/Total:\s+(\d+)/g)].reduce((s, m) => s + Number(m[1]), 0);

@@ -23,7 +23,7 @@ import { loadBalancerFiles, peerName as peerNameOf, statsSocket, type LoadBalanc
 import { parseShowStat, withPendingDown, type StatRow } from '../health/message.js';
 import { statsSocketQuery } from '../health/sender.js';
 import { MasterCliError, workerCommand } from './master-cli.js';
-import { LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
+import { interruptedReloadOutcome, LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
 import { planProtection, type ProtectionMethod } from './protection.js';
 import { planRuntime, type RuntimePlan, type RuntimeStep } from './runtime-plan.js';
 import { RuntimeApi, RuntimeCommandError, type PendingMember, type RuntimeResult } from './runtime.js';
@@ -347,9 +347,10 @@ export class HaproxyEngine {
   /**
    * At agent start: finish what a crash interrupted. A `.prev` beside the live
    * config means a reload was in flight. The master's reload counter tells
-   * whether it was triggered: if it moved past the recorded value without a
-   * failure, haproxy runs the new live config and that is recorded; otherwise
-   * the previous live config is put back, because that is what still runs.
+   * whether it was triggered: if it moved past the recorded value and the new
+   * worker comes up, haproxy runs the new live config and that is recorded;
+   * otherwise (not triggered, or the load failed) the previous live config is
+   * put back, because that is what still runs.
    */
   async recover(): Promise<string[]> {
     const recovered: string[] = [];
@@ -364,11 +365,12 @@ export class HaproxyEngine {
         const status = await this.settledStatus(await this.instance(lbId));
         const applied = await this.readApplied(files);
         const live = await readTextIfExists(files.live);
-        const table = status.table;
-        const reloaded = table !== null && applied !== null && table.reloads > applied.masterReloads && table.failedReloads === 0;
-        if (reloaded && live !== null) {
-          await this.writeApplied(files, { workerPid: status.workerPid, masterReloads: table.reloads });
-          this.opts.log.warn({ lbId, workerPid: status.workerPid }, 'interrupted reload had completed; keeping the new live config');
+        const triggered = status.table !== null && applied !== null && status.table.reloads > applied.masterReloads;
+        // A counted reload may still be loading its new worker: wait for its end.
+        const loaded = triggered && live !== null ? await interruptedReloadOutcome(files, applied!.workerPid) : null;
+        if (loaded) {
+          await this.writeApplied(files, { workerPid: loaded.workerPid, masterReloads: loaded.table!.reloads });
+          this.opts.log.warn({ lbId, workerPid: loaded.workerPid }, 'interrupted reload had completed; keeping the new live config');
         } else {
           await writeFileAtomic(files.live, previous, 0o600);
           this.opts.log.warn({ lbId }, 'interrupted reload had not happened; restored the previous live config');

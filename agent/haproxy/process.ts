@@ -96,6 +96,27 @@ export async function waitForReload(files: LoadBalancerFiles, before: HaproxySta
   }
 }
 
+/**
+ * After an agent restart, how a reload it had triggered ended (the master
+ * counted it, but the agent died before seeing the result). Waits until
+ * haproxy knows: the status with the new worker once one answers, or null
+ * when the reload failed. `oldWorker`: the worker pid before that reload.
+ */
+export async function interruptedReloadOutcome(files: LoadBalancerFiles, oldWorker: number | null): Promise<HaproxyStatus | null> {
+  const deadline = Date.now() + LOAD_TIMEOUT_MS;
+  for (;;) {
+    const table = await showProc(files.masterSocket);
+    if (table && table.failedReloads > 0) return null;
+    // The new generation has survived no reload yet; the old workers have.
+    const fresh = table?.workers.find((w) => w.reloads === 0 && w.pid !== oldWorker);
+    if (table && fresh && (await workerAnswers(files.masterSocket))) {
+      return { running: true, masterPid: table.masterPid, workerPid: currentWorker(table), table };
+    }
+    if (Date.now() > deadline) return null;
+    await sleep(10);
+  }
+}
+
 async function workerAnswers(socket: string): Promise<boolean> {
   const info = await workerCommand(socket, 'show info', 2000).catch(() => '');
   return /^Pid:/m.test(info);

@@ -127,6 +127,16 @@ HAPROXIES.forEach((h, hIndex) => {
     const masterBefore = (await engine.status(lbId)).masterPid;
     const load = new LoadGenerator(`http://${bind}/`, 250).start();
     const delays = [40, 150, 300, 600, 1000];
+    try {
+      await killMidApplyRounds(delays, masterBefore);
+    } finally {
+      await load.stop();
+    }
+    assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
+  });
+
+  /** Each round: an agent applying in a loop is killed after `delay` ms; a new engine recovers. */
+  async function killMidApplyRounds(delays: number[], masterBefore: number | null): Promise<void> {
     for (const [round, delay] of delays.entries()) {
       const child = spawn(process.execPath, [APPLY_LOOP, JSON.stringify({
         haproxy: hIndex, dir, netns: net.netns, lbId, bind, start: 100 * (round + 1),
@@ -151,9 +161,7 @@ HAPROXIES.forEach((h, hIndex) => {
     assert.is(report.action, 'reloaded');
     assert.is(await runningGeneration(restarted, lbId), 999);
     await sleep(300);
-    await load.stop();
-    assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
-  });
+  }
 
   t('a haproxy that dies is started again by the watchdog; one stopped on purpose stays down', async () => {
     const before = await engine.status(lbId);
