@@ -221,11 +221,6 @@ export class HaproxyEngine {
     }
   }
 
-  /** Load the accepted config: reload when haproxy runs, start it otherwise. */
-  reload(lbId: string): Promise<ReloadReport> {
-    return this.lock.run(lbId, () => this.load(lbId));
-  }
-
   /**
    * API 1.0's reload: make the accepted (uploaded) config run. When it differs
    * from what haproxy runs only in members added, re-weighted or put in or out
