@@ -10,6 +10,7 @@ import { vrrpCheck } from './cli/vrrp-check.js';
 import { checkCommand, renderCommand, RENDER_USAGE, UsageError } from './cli/render.js';
 import { SpecError } from './spec/validate.js';
 import { openApiDocument } from './api/v2/openapi.js';
+import { interfaceCommand, INTERFACE_USAGE } from './cli/interface.js';
 
 const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
   serve       run the agent (default); without --config-file, a development
@@ -19,6 +20,7 @@ const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
   heartbeat --print [--config-file PATH]
               show the next heartbeat message, decoded (not sent)
 ${RENDER_USAGE}
+${INTERFACE_USAGE}
   openapi     print the OpenAPI document of API 2.0 (docs/openapi-2.0.json)`;
 
 async function main(argv: string[]): Promise<void> {
@@ -40,6 +42,9 @@ async function main(argv: string[]): Promise<void> {
       return;
     case 'check':
       process.exitCode = await checkCommand(rest);
+      return;
+    case 'interface':
+      process.exitCode = await interfaceCommand(rest);
       return;
     case 'openapi':
       return void process.stdout.write(`${JSON.stringify(openApiDocument(), null, 2)}\n`);

@@ -12,6 +12,8 @@ import { createMtlsServer } from '../api/tls-server.js';
 import { rootLogger } from '../log.js';
 import { run } from '../system/exec.js';
 import { ensureDir } from '../system/files.js';
+import { networkSettings, writeInterfaceFile } from '../net/interfaces.js';
+import { loopbackInterfaceFile } from '../net/interface-file.js';
 
 const DEV_DIR = '.amphora-dev';
 
@@ -47,6 +49,8 @@ export async function serve(args: string[]): Promise<void> {
   if (config.debug) log.level = 'debug';
   await ensureHaproxy(config, dev !== null);
   await ensureDir(config.haproxyAmphora.basePath, 0o755);
+  // As Octavia's agent: lo.json, so `interface up all` at boot configures loopback too.
+  await writeInterfaceFile(networkSettings(config), loopbackInterfaceFile());
 
   const engine = await buildEngine(config, log);
   const caps = await engine.capabilities();

@@ -1,10 +1,12 @@
 // Brings an interface of the amphora namespace to what its interface file
 // says (Octavia's `amphora-interface up`): link up with its MTU, addresses,
 // routes and policy rules, adding what is missing and removing stale static
-// addresses. Every change is an `ip` command run through system/.
+// addresses, then the LVS masquerade of tenant interfaces. Every change is a
+// command run through system/.
 import { run } from '../system/exec.js';
 import { explode, ipFamily } from './ip.js';
-import type { InterfaceFile } from './interface-file.js';
+import { interfaceFamilies, type InterfaceFile } from './interface-file.js';
+import { applyMasquerade, removeMasquerade } from './masquerade.js';
 
 export class InterfaceError extends Error {}
 
@@ -56,7 +58,30 @@ export async function interfaceUp(netns: string, file: InterfaceFile): Promise<v
   for (const rule of file.rules) {
     const fam = ipFamily(rule.src) === 6 ? '-6' : '-4';
     const existing = JSON.parse(await ip(netns, [fam, '-j', 'rule', 'show'])) as { src?: string; srclen?: number; table?: string }[];
-    const present = existing.some((e) => e.src && explode(e.src) === explode(rule.src) && e.srclen === rule.src_len && e.table === String(rule.table));
+    // `ip -j` leaves srclen out for a host prefix (/32, /128).
+    const hostLen = fam === '-6' ? 128 : 32;
+    const present = existing.some((e) => e.src && e.src !== 'all' && explode(e.src) === explode(rule.src)
+      && (e.srclen ?? hostLen) === rule.src_len && e.table === String(rule.table));
     if (!present) await ip(netns, [fam, 'rule', 'add', 'from', `${rule.src}/${rule.src_len}`, 'table', String(rule.table), 'priority', '100']);
   }
+
+  if (file.if_type !== 'lo') await applyMasquerade(netns, dev, interfaceFamilies(file), file.is_sriov === true);
+}
+
+/** `amphora-interface down`: the interface's rules, masquerade and addresses go, and the link goes down. */
+export async function interfaceDown(netns: string, file: InterfaceFile): Promise<void> {
+  const dev = file.name;
+  if (file.if_type !== 'lo') await removeMasquerade(netns, dev);
+  for (const rule of file.rules) {
+    const fam = ipFamily(rule.src) === 6 ? '-6' : '-4';
+    // Gone already is fine: down must work on a half-configured interface.
+    await run(['ip', '-n', netns, fam, 'rule', 'del', 'from', `${rule.src}/${rule.src_len}`, 'table', String(rule.table)]);
+  }
+  // Addresses keepalived owns are left to keepalived, as on the way up.
+  const keepalivedOwned = new Set(file.addresses.filter((a) => a.octavia_owned === false).map((a) => explode(a.address!)));
+  const current = (JSON.parse(await ip(netns, ['-j', 'addr', 'show', 'dev', dev])) as { addr_info: AddrInfo[] }[])[0]?.addr_info ?? [];
+  for (const c of current) {
+    if (c.scope === 'global' && !keepalivedOwned.has(explode(c.local))) await ip(netns, ['addr', 'del', `${c.local}/${c.prefixlen}`, 'dev', dev]);
+  }
+  await ip(netns, ['link', 'set', 'dev', dev, 'down']);
 }

@@ -67,6 +67,18 @@ function subnetDst(cidr: string): string {
   return `${explode(c.address)}/${c.prefix}`;
 }
 
+/** Host routes as Octavia writes them: the next hop is on the link (onlink), optionally in another table. */
+function hostRoutes(routes: HostRoute[] | undefined, table?: number): InterfaceRoute[] {
+  return (routes ?? []).map((hr) => ({
+    dst: subnetDst(hr.destination), gateway: explode(hr.nexthop), flags: ['onlink'], ...(table ? { table } : {}),
+  }));
+}
+
+/** lo.json, written at every agent start as Octavia's agent does. */
+export function loopbackInterfaceFile(): InterfaceFile {
+  return { name: 'lo', if_type: 'lo', addresses: [{ address: '127.0.0.1', prefixlen: 8 }], routes: [], rules: [], scripts: { up: [], down: [] } };
+}
+
 export function vipInterfaceFile(opts: {
   name: string; vips: VipSubnet[]; vrrpIp: string | null; fixedIps: FixedIp[];
   topology: 'SINGLE' | 'ACTIVE_STANDBY'; mtu: number | null; isSriov: boolean | null;
@@ -75,27 +87,33 @@ export function vipInterfaceFile(opts: {
   const addresses: InterfaceAddress[] = [];
   const routes: InterfaceRoute[] = [];
   const rules: InterfaceRule[] = [];
+  const families = new Set(opts.vips.map((v) => parseCidr(v.subnet_cidr).family));
   const first = opts.vips[0];
   if (opts.vrrpIp && first) {
     addresses.push({ address: explode(opts.vrrpIp), prefixlen: parseCidr(first.subnet_cidr).prefix });
-  } else if (first) {
-    addresses.push(parseCidr(first.subnet_cidr).family === 4 ? { dhcp: true } : { ipv6auto: true });
+  } else {
+    // Without a VRRP address the interface configures itself, per family present.
+    if (families.has(4)) addresses.push({ dhcp: true });
+    if (families.has(6)) addresses.push({ ipv6auto: true });
   }
+  // SINGLE topology: traffic sourced from a VIP (or fixed IP) leaves through
+  // table 1 too, so replies go out of the interface they came in on.
+  const withTable = (r: InterfaceRoute): InterfaceRoute[] => (single ? [r, { ...r, table: VIP_TABLE }] : [r]);
   for (const vip of opts.vips) {
     const family = parseCidr(vip.subnet_cidr).family;
     const address = explode(vip.ip_address);
     addresses.push({ address, prefixlen: family === 4 ? 32 : 128, octavia_owned: single });
-    const table = (r: InterfaceRoute): InterfaceRoute[] => (single ? [r, { ...r, table: VIP_TABLE }] : [r]);
-    if (vip.gateway) routes.push(...table({ dst: defaultDst(family), gateway: explode(vip.gateway), flags: ['onlink'] }));
+    if (vip.gateway) routes.push(...withTable({ dst: defaultDst(family), gateway: explode(vip.gateway), flags: ['onlink'] }));
     routes.push({ dst: subnetDst(vip.subnet_cidr), scope: 'link' });
     if (single) routes.push({ dst: subnetDst(vip.subnet_cidr), prefsrc: address, scope: 'link', table: VIP_TABLE });
-    for (const hr of vip.host_routes ?? []) routes.push(...table({ dst: subnetDst(hr.destination), gateway: explode(hr.nexthop) }));
     if (single) rules.push({ src: address, src_len: family === 4 ? 32 : 128, table: VIP_TABLE });
+    routes.push(...hostRoutes(vip.host_routes), ...hostRoutes(vip.host_routes, VIP_TABLE));
   }
   for (const ip of opts.fixedIps) {
     const c = parseCidr(ip.subnet_cidr);
     addresses.push({ address: explode(ip.ip_address), prefixlen: c.prefix });
-    for (const hr of ip.host_routes ?? []) routes.push({ dst: subnetDst(hr.destination), gateway: explode(hr.nexthop) });
+    if (ip.gateway) routes.push(...withTable({ dst: defaultDst(c.family), gateway: explode(ip.gateway), flags: ['onlink'] }));
+    routes.push(...hostRoutes(ip.host_routes));
   }
   return {
     name: opts.name, if_type: 'vip', addresses, routes, rules, scripts: { up: [], down: [] },
@@ -108,11 +126,25 @@ export function backendInterfaceFile(opts: { name: string; fixedIps: FixedIp[]; 
   const routes: InterfaceRoute[] = [];
   for (const ip of opts.fixedIps) {
     addresses.push({ address: explode(ip.ip_address), prefixlen: parseCidr(ip.subnet_cidr).prefix });
-    for (const hr of ip.host_routes ?? []) routes.push({ dst: subnetDst(hr.destination), gateway: explode(hr.nexthop) });
+    routes.push(...hostRoutes(ip.host_routes));
   }
   if (opts.fixedIps.length === 0) addresses.push({ dhcp: true, ipv6auto: true });
   return {
     name: opts.name, if_type: 'backend', addresses, routes, rules: [], scripts: { up: [], down: [] },
     is_sriov: opts.isSriov, ...(opts.mtu ? { mtu: opts.mtu } : {}),
   };
+}
+
+/**
+ * The IP families an interface carries traffic for (its addresses, DHCP for
+ * IPv4, autoconfiguration for IPv6): the families its LVS masquerade covers.
+ */
+export function interfaceFamilies(file: InterfaceFile): (4 | 6)[] {
+  const out = new Set<4 | 6>();
+  for (const a of file.addresses) {
+    if (a.address) out.add(parseCidr(`${a.address}/${a.prefixlen ?? 0}`).family);
+    if (a.dhcp) out.add(4);
+    if (a.ipv6auto) out.add(6);
+  }
+  return [...out].sort();
 }

@@ -1,56 +1,23 @@
 // Plugging NICs into the amphora namespace (POST /1.0/plug/vip and
 // /1.0/plug/network): find the hot-plugged link by MAC, write its interface
 // file, move and rename it into the namespace, and bring it up.
-import { join } from 'node:path';
 import { run } from '../system/exec.js';
-import { ensureDir, exists, readTextIfExists, writeFileAtomic } from '../system/files.js';
+import { exists, writeFileAtomic } from '../system/files.js';
 import { ensureNetns } from '../system/netns.js';
 import { interfaceUp } from './amphora-interface.js';
-import {
-  backendInterfaceFile, vipInterfaceFile, type FixedIp, type InterfaceFile, type VipSubnet,
-} from './interface-file.js';
+import { backendInterfaceFile, vipInterfaceFile, type FixedIp, type VipSubnet } from './interface-file.js';
+import { findLinkByMac, links, moveLink, rememberPlugged, writeInterfaceFile, type NetworkSettings } from './interfaces.js';
 import { sameIp } from './ip.js';
 
-export interface PlugSettings {
-  netns: string;
-  /** agent_server_network_dir: where interface files go. */
-  networkDir: string;
-  /** base_path: holds plugged_interfaces. */
-  basePath: string;
+export interface PlugSettings extends NetworkSettings {
   topology: 'SINGLE' | 'ACTIVE_STANDBY';
-}
-
-interface Link {
-  ifname: string;
-  address?: string;
-}
-
-async function links(netns: string | null): Promise<Link[]> {
-  const res = await run(['ip', ...(netns ? ['-n', netns] : []), '-j', 'link', 'show']);
-  return res.exitCode === 0 ? (JSON.parse(res.stdout) as Link[]) : [];
 }
 
 /** The NIC is not visible yet (hot-plug still in progress): the controller retries on this exact text. */
 export class InterfaceNotFoundError extends Error {}
 export class InterfaceExistsError extends Error {}
 
-export async function findLinkByMac(netns: string | null, mac: string): Promise<string | null> {
-  return (await links(netns)).find((l) => l.address === mac)?.ifname ?? null;
-}
-
-async function rememberPlugged(settings: PlugSettings, mac: string, ifname: string): Promise<void> {
-  const path = join(settings.basePath, 'plugged_interfaces');
-  const text = (await readTextIfExists(path)) ?? '';
-  if (text.split('\n').some((l) => l.split(' ')[0] === mac)) return;
-  await writeFileAtomic(path, `${text}${mac} ${ifname}\n`, 0o644);
-}
-
-async function writeInterfaceFile(settings: PlugSettings, file: InterfaceFile): Promise<void> {
-  await ensureDir(settings.networkDir, 0o755);
-  await writeFileAtomic(join(settings.networkDir, `${file.name}.json`), JSON.stringify(file, null, 2), 0o644);
-}
-
-/** Move a link from the agent's namespace into the amphora namespace under a new name. */
+/** Move the hot-plugged link with this MAC from the agent's namespace into the amphora namespace. */
 async function moveIntoNamespace(settings: PlugSettings, mac: string, ifname: string): Promise<void> {
   const current = await findLinkByMac(null, mac);
   if (!current) {
@@ -58,11 +25,7 @@ async function moveIntoNamespace(settings: PlugSettings, mac: string, ifname: st
     if (await exists('/sys/bus/pci/rescan')) await writeFileAtomic('/sys/bus/pci/rescan', '1').catch(() => undefined);
     throw new InterfaceNotFoundError('No suitable network interface found');
   }
-  for (const cmd of [['ip', 'link', 'set', 'dev', current, 'down'], ['ip', 'link', 'set', 'dev', current, 'netns', settings.netns],
-    ['ip', '-n', settings.netns, 'link', 'set', 'dev', current, 'name', ifname]]) {
-    const res = await run(cmd);
-    if (res.exitCode !== 0) throw new Error(`${cmd.join(' ')}: ${res.output.trim()}`);
-  }
+  await moveLink(settings.netns, current, ifname);
 }
 
 export async function plugVip(settings: PlugSettings, body: {

@@ -262,6 +262,18 @@ test('ping-wrapper.sh (PING monitors) answers for a reachable member and fails f
   assert.is.not(ping('192.0.2.1'), 0);
 });
 
+test('amphora-netns.service\'s bring-up line, run in the image: loopback from the lo.json the agent wrote; amphora-interface is the same command', () => {
+  const line = readFileSync(join(ROOTFS, UNIT_DIR, 'amphora-netns.service'), 'utf8').split('\n')
+    .find((l) => l.includes(' interface up all'))!;
+  assert.ok(line, 'amphora-netns.service does not bring the interfaces up');
+  const argv = line.replace(/^ExecStart=-?/, '').split(/\s+/);
+  const bringUp = spawnSync('chroot', [ROOTFS, ...argv], { encoding: 'utf8', env: { PATH: SYSTEM_PATH } });
+  assert.is(bringUp.status, 0, `${bringUp.stdout}${bringUp.stderr}`);
+  assert.is(bringUp.stdout.trim(), 'lo: up');
+  const wrapper = spawnSync('chroot', [ROOTFS, '/usr/local/bin/amphora-interface', 'up', 'lo'], { encoding: 'utf8', env: { PATH: SYSTEM_PATH } });
+  assert.is(wrapper.stdout.trim(), 'lo: up', wrapper.stderr);
+});
+
 test('systemd-analyze verify passes on the shipped units (the image\'s systemd and the host\'s)', () => {
   const units = UNITS.map((u) => join(UNIT_DIR, u));
   const image = spawnSync('chroot', [ROOTFS, 'systemd-analyze', 'verify', ...units], { encoding: 'utf8', env: { PATH: SYSTEM_PATH } });

@@ -14,6 +14,9 @@ import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('../../agent/main.js', import.meta.url));
 
 let amp: TestNetwork;
 let tenant: TestNetwork;
@@ -55,7 +58,7 @@ test.before(loud(async () => {
 test.after(async () => {
   peer?.close();
   await agent?.stop();
-  for (const l of ['aatvip0', 'aatmem0']) {
+  for (const l of ['aatvip0', 'aatmem0', 'aatboot1', 'aatboot2']) {
     try {
       execFileSync('ip', ['link', 'del', l], { stdio: 'ignore' });
     } catch {
@@ -83,6 +86,13 @@ test('plug vip: the port becomes eth1 in the namespace with VRRP address, VIP, r
   assert.is(file.if_type, 'vip');
   assert.match(readFileSync(join(agent.basePath, 'plugged_interfaces'), 'utf8'), new RegExp(`^${VIP_MAC} eth1$`, 'm'));
   sh('ip', 'netns', 'exec', amp.netns, 'ping', '-c', '1', '-W', '2', '10.77.0.1');
+  // Host routes on the link, as Octavia writes them; UDP/SCTP masquerade and TCP without conntrack on eth1.
+  assert.match(ipn('route', 'show', 'table', '1'), /192\.0\.2\.0\/24 via 10\.77\.0\.254 dev eth1 .*onlink/);
+  const nft = sh('ip', 'netns', 'exec', amp.netns, 'nft', 'list', 'table', 'ip', 'amphora-lvs-eth1');
+  assert.match(nft, /oifname "eth1" meta l4proto \{ udp, sctp \} masquerade/);
+  assert.match(nft, /iifname "eth1" meta l4proto tcp notrack/);
+  // lo.json, written at agent start as Octavia's agent does.
+  assert.equal(JSON.parse(readFileSync(join(dir, 'interfaces', 'lo.json'), 'utf8')).addresses, [{ address: '127.0.0.1', prefixlen: 8 }]);
 });
 
 test('plug vip again: 409, which the controller turns into Conflict; an unknown MAC: 404 that the controller retries', async () => {
@@ -205,6 +215,42 @@ test('LVS listener: upload, listed as UDP, start reports the kernel lacking IPVS
   await peer.call('delete_listener', listener);
   assert.not.ok(existsSync(join(agent.basePath, 'lvs', `octavia-keepalivedlvs-${listener}.conf`)));
   assert.is(await peer.callExpectingError('start_listener', listener), 'NotFound');
+});
+
+test('reboot: the NICs come back unconfigured in the main namespace; `interface up all` restores them, and again changes nothing', async () => {
+  // What a reboot leaves: the hot-plugged NICs in the main namespace under
+  // kernel names (moving them drops their addresses and routes), no VIP rule,
+  // no nftables.
+  ipn('link', 'set', 'eth1', 'netns', '1', 'name', 'aatboot1');
+  ipn('link', 'set', 'eth2', 'netns', '1', 'name', 'aatboot2');
+  ipn('rule', 'del', 'from', '10.77.0.10', 'lookup', '1');
+  sh('ip', 'netns', 'exec', amp.netns, 'nft', 'flush', 'ruleset');
+  assert.not.match(ipn('link', 'show'), /eth1|eth2/);
+
+  const up = () => execFileSync(process.execPath, [MAIN, 'interface', 'up', 'all', '--config-file', agent.configFile], { encoding: 'utf8' });
+  const first = up();
+  assert.match(first, /^eth1: up \(moved back into the namespace\)$/m);
+  assert.match(first, /^eth2: up \(moved back into the namespace\)$/m);
+  assert.match(first, /^lo: up$/m);
+  const addr = ipn('addr', 'show', 'dev', 'eth1');
+  assert.match(addr, /mtu 1450/);
+  assert.match(addr, /inet 10\.77\.0\.5\/24/);
+  assert.match(addr, /inet 10\.77\.0\.10\/32/);
+  assert.match(ipn('addr', 'show', 'dev', 'eth2'), /inet 10\.88\.0\.6\/24/);
+  assert.match(ipn('route', 'show', 'table', '1'), /default via 10\.77\.0\.1 dev eth1/);
+  assert.match(ipn('route', 'show'), /192\.0\.2\.0\/24 via 10\.77\.0\.254 dev eth1/);
+  assert.match(ipn('rule', 'show'), /from 10\.77\.0\.10 lookup 1/);
+  sh('ip', 'netns', 'exec', amp.netns, 'ping', '-c', '1', '-W', '2', '10.77.0.1');
+  sh('ip', 'netns', 'exec', amp.netns, 'ping', '-c', '1', '-W', '2', '10.88.0.1');
+  const ruleset = sh('ip', 'netns', 'exec', amp.netns, 'nft', 'list', 'ruleset');
+  assert.match(ruleset, /table ip amphora-lvs-eth1 /);
+  assert.match(ruleset, /table ip amphora-lvs-eth2 /);
+
+  const second = up();
+  assert.match(second, /^eth1: up$/m);
+  assert.is(sh('ip', 'netns', 'exec', amp.netns, 'nft', 'list', 'ruleset'), ruleset, 'a second bring-up added rules');
+  assert.is(ipn('rule', 'show').match(/from 10\.77\.0\.10 lookup 1/g)?.length, 1);
+  assert.is(execFileSync('sh', ['-c', `${process.execPath} ${MAIN} interface up eth9 --config-file ${agent.configFile} 2>&1; echo rc=$?`], { encoding: 'utf8' }).trim().split('\n').pop(), 'rc=1');
 });
 
 test.run();

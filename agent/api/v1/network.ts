@@ -75,7 +75,10 @@ function fixedIps(v: unknown): FixedIp[] {
   return v.map((f) => {
     if (!isObject(f) || !ipFamily(String(f.ip_address))) throw new BadInput({ message: 'Invalid network port' });
     parseOrBad(String(f.subnet_cidr), 'Invalid network port');
-    return { ip_address: String(f.ip_address), subnet_cidr: String(f.subnet_cidr), gateway: (f.gateway as string | null | undefined) ?? null, host_routes: hostRoutes(f.host_routes) };
+    // A gateway becomes a default route when the port carries a VIP (vip_net_info).
+    const gateway = f.gateway === undefined || f.gateway === null ? null : String(f.gateway);
+    if (gateway !== null && !ipFamily(gateway)) throw new BadInput({ message: `Invalid network port: invalid gateway '${gateway}'` });
+    return { ip_address: String(f.ip_address), subnet_cidr: String(f.subnet_cidr), gateway, host_routes: hostRoutes(f.host_routes) };
   });
 }
 

@@ -21,6 +21,7 @@ import { registerNetworkRoutes } from './network.js';
 import { lvsAction, lvsDelete, registerKeepalivedRoutes, type KeepalivedDeps } from './keepalived.js';
 import { KeepalivedFailedError, keepalivedPid, keepalivedSettings } from '../../keepalived/process.js';
 import { lvsInstance, lvsListenerIds, lvsStatus } from '../../keepalived/service.js';
+import { networkSettings } from '../../net/interfaces.js';
 import { afterHaproxyChange as announce } from '../../loadbalancer/announce.js';
 import { secondsSince, type ApplyMetrics } from '../../loadbalancer/metrics.js';
 
@@ -275,12 +276,7 @@ export function createV1Router(deps: V1Deps): Router {
 
   registerNetworkRoutes(r, () => {
     const c = deps.config.current;
-    return {
-      netns: c.amphoraAgent.networkNamespace || 'amphora-haproxy',
-      networkDir: c.amphoraAgent.agentServerNetworkDir,
-      basePath: c.haproxyAmphora.basePath,
-      topology: c.controllerWorker.loadbalancerTopology,
-    };
+    return { ...networkSettings(c), topology: c.controllerWorker.loadbalancerTopology };
   });
 
   // A known path with another method is 405, as Flask answers.

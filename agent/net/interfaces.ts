@@ -1,0 +1,120 @@
+// The amphora's network as recorded on disk, and bringing it back: interface
+// files (<agent_server_network_dir>/<ifname>.json) and plugged_interfaces
+// (<base_path>, "<mac> <ifname>" per NIC). After a reboot the hot-plugged
+// NICs are back in the main namespace under kernel names, unconfigured;
+// `amphora-agent interface up all` (amphora-netns.service) moves each into the
+// amphora namespace under its name and configures it from its file.
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { run } from '../system/exec.js';
+import { ensureDir, readTextIfExists, writeFileAtomic } from '../system/files.js';
+import { ensureNetns } from '../system/netns.js';
+import { interfaceDown, interfaceUp } from './amphora-interface.js';
+import type { InterfaceFile } from './interface-file.js';
+import type { AgentConfig } from '../config/agent-config.js';
+
+export interface NetworkSettings {
+  netns: string;
+  /** agent_server_network_dir: where interface files go. */
+  networkDir: string;
+  /** base_path: holds plugged_interfaces. */
+  basePath: string;
+}
+
+export function networkSettings(config: AgentConfig): NetworkSettings {
+  return {
+    netns: config.amphoraAgent.networkNamespace || 'amphora-haproxy',
+    networkDir: config.amphoraAgent.agentServerNetworkDir,
+    basePath: config.haproxyAmphora.basePath,
+  };
+}
+
+interface Link {
+  ifname: string;
+  address?: string;
+}
+
+export async function links(netns: string | null): Promise<Link[]> {
+  const res = await run(['ip', ...(netns ? ['-n', netns] : []), '-j', 'link', 'show']);
+  return res.exitCode === 0 ? (JSON.parse(res.stdout) as Link[]) : [];
+}
+
+export async function findLinkByMac(netns: string | null, mac: string): Promise<string | null> {
+  return (await links(netns)).find((l) => l.address === mac)?.ifname ?? null;
+}
+
+/** Move a link of the agent's namespace into the amphora namespace under another name. */
+export async function moveLink(netns: string, current: string, ifname: string): Promise<void> {
+  for (const cmd of [['ip', 'link', 'set', 'dev', current, 'down'], ['ip', 'link', 'set', 'dev', current, 'netns', netns],
+    ['ip', '-n', netns, 'link', 'set', 'dev', current, 'name', ifname]]) {
+    const res = await run(cmd);
+    if (res.exitCode !== 0) throw new Error(`${cmd.join(' ')}: ${res.output.trim()}`);
+  }
+}
+
+const pluggedPath = (settings: NetworkSettings) => join(settings.basePath, 'plugged_interfaces');
+
+export async function pluggedInterfaces(settings: NetworkSettings): Promise<{ mac: string; ifname: string }[]> {
+  const text = (await readTextIfExists(pluggedPath(settings))) ?? '';
+  return text.split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length === 2).map(([mac, ifname]) => ({ mac: mac!, ifname: ifname! }));
+}
+
+export async function rememberPlugged(settings: NetworkSettings, mac: string, ifname: string): Promise<void> {
+  const text = (await readTextIfExists(pluggedPath(settings))) ?? '';
+  if (text.split('\n').some((l) => l.split(' ')[0] === mac)) return;
+  await writeFileAtomic(pluggedPath(settings), `${text}${mac} ${ifname}\n`, 0o644);
+}
+
+export async function writeInterfaceFile(settings: NetworkSettings, file: InterfaceFile): Promise<void> {
+  await ensureDir(settings.networkDir, 0o755);
+  await writeFileAtomic(join(settings.networkDir, `${file.name}.json`), JSON.stringify(file, null, 2), 0o644);
+}
+
+async function readInterfaceFiles(settings: NetworkSettings): Promise<InterfaceFile[]> {
+  const names = (await readdir(settings.networkDir).catch(() => [] as string[])).filter((n) => n.endsWith('.json')).sort();
+  const files: InterfaceFile[] = [];
+  for (const name of names) {
+    const text = await readTextIfExists(join(settings.networkDir, name));
+    if (text !== null) files.push(JSON.parse(text) as InterfaceFile);
+  }
+  // Loopback first, as the system brings interfaces up.
+  return files.sort((a, b) => Number(b.if_type === 'lo') - Number(a.if_type === 'lo'));
+}
+
+export interface InterfaceOutcome {
+  name: string;
+  /** Moved back into the namespace from the main one (after a reboot). */
+  moved: boolean;
+  error: string | null;
+}
+
+/**
+ * `amphora-agent interface up|down <ifname|all>` (Octavia's amphora-interface).
+ * `up` first brings recorded NICs found in the main namespace back into the
+ * amphora namespace. Each interface is done on its own: one that fails is
+ * reported and the others still come up, as amphora-netns.service expects.
+ */
+export async function bringInterfaces(settings: NetworkSettings, direction: 'up' | 'down', which: string): Promise<InterfaceOutcome[]> {
+  await ensureNetns(settings.netns);
+  const files = (await readInterfaceFiles(settings)).filter((f) => which === 'all' || f.name === which);
+  if (files.length === 0) throw new Error(`no interface file for ${which} in ${settings.networkDir}`);
+  const main = direction === 'up' ? await links(null) : [];
+  const plugged = await pluggedInterfaces(settings);
+  const out: InterfaceOutcome[] = [];
+  for (const file of files) {
+    let moved = false;
+    try {
+      const mac = plugged.find((p) => p.ifname === file.name)?.mac;
+      const stray = mac ? main.find((l) => l.address === mac) : undefined;
+      if (stray) {
+        await moveLink(settings.netns, stray.ifname, file.name);
+        moved = true;
+      }
+      await (direction === 'up' ? interfaceUp : interfaceDown)(settings.netns, file);
+      out.push({ name: file.name, moved, error: null });
+    } catch (err) {
+      out.push({ name: file.name, moved, error: (err as Error).message });
+    }
+  }
+  return out;
+}
