@@ -7,6 +7,7 @@ import { run } from '../system/exec.js';
 import { explode, ipFamily } from './ip.js';
 import { interfaceFamilies, type InterfaceFile } from './interface-file.js';
 import { applyMasquerade, removeMasquerade } from './masquerade.js';
+import { loadVipFirewall } from './nftables.js';
 
 export class InterfaceError extends Error {}
 
@@ -24,8 +25,13 @@ interface AddrInfo {
   dynamic?: boolean;
 }
 
-export async function interfaceUp(netns: string, file: InterfaceFile): Promise<void> {
+/** basePath: where the SR-IOV VIP firewall file lives. */
+export async function interfaceUp(where: { netns: string; basePath: string }, file: InterfaceFile): Promise<void> {
+  const { netns } = where;
   const dev = file.name;
+  // The firewall is in place before an SR-IOV interface takes traffic; the
+  // controller's rules call then only has to fill in the VIP chain.
+  if (file.is_sriov === true) await loadVipFirewall(where.basePath, netns);
   await ip(netns, ['link', 'set', 'dev', dev, ...(file.mtu ? ['mtu', String(file.mtu)] : []), 'up']);
 
   const wanted = file.addresses.filter((a) => a.address && a.octavia_owned !== false);
@@ -69,7 +75,8 @@ export async function interfaceUp(netns: string, file: InterfaceFile): Promise<v
 }
 
 /** `amphora-interface down`: the interface's rules, masquerade and addresses go, and the link goes down. */
-export async function interfaceDown(netns: string, file: InterfaceFile): Promise<void> {
+export async function interfaceDown(where: { netns: string }, file: InterfaceFile): Promise<void> {
+  const { netns } = where;
   const dev = file.name;
   if (file.if_type !== 'lo') await removeMasquerade(netns, dev);
   for (const rule of file.rules) {

@@ -110,7 +110,7 @@ export async function bringInterfaces(settings: NetworkSettings, direction: 'up'
         await moveLink(settings.netns, stray.ifname, file.name);
         moved = true;
       }
-      await (direction === 'up' ? interfaceUp : interfaceDown)(settings.netns, file);
+      await (direction === 'up' ? interfaceUp : interfaceDown)(settings, file);
       out.push({ name: file.name, moved, error: null });
     } catch (err) {
       out.push({ name: file.name, moved, error: (err as Error).message });

@@ -49,18 +49,30 @@ export function vipRuleset(rules: VipRule[]): string {
 
 export class NftablesError extends Error {}
 
+const firewallFile = (basePath: string) => join(basePath, 'nftables-vip.rules');
+
 /**
- * Octavia's semantics: the first call only installs the base ruleset (the
- * interface's bring-up normally did that already); an empty list leaves the
- * rules as they are; otherwise the VIP chain is replaced.
+ * Bringing up an SR-IOV interface (Octavia's amphora-interface): the VIP
+ * firewall file, created with the base ruleset when missing, is loaded.
  */
-export async function applyVipRules(basePath: string, netns: string, rules: VipRule[]): Promise<void> {
-  const path = join(basePath, 'nftables-vip.rules');
+export async function loadVipFirewall(basePath: string, netns: string): Promise<void> {
+  const path = firewallFile(basePath);
   if (!(await exists(path))) await writeFileAtomic(path, baseRuleset(), 0o600);
-  else if (rules.length === 0) return;
-  else await writeFileAtomic(path, vipRuleset(rules), 0o600);
   const res = await run(['nft', '-o', '-f', path], { netns });
   if (res.exitCode !== 0) throw new NftablesError(res.output.trim());
+}
+
+/**
+ * Octavia's semantics: the first call only installs the base ruleset (the
+ * SR-IOV interface's bring-up normally did that already); an empty list
+ * leaves the rules as they are; otherwise the VIP chain is replaced.
+ */
+export async function applyVipRules(basePath: string, netns: string, rules: VipRule[]): Promise<void> {
+  if (await exists(firewallFile(basePath))) {
+    if (rules.length === 0) return;
+    await writeFileAtomic(firewallFile(basePath), vipRuleset(rules), 0o600);
+  }
+  await loadVipFirewall(basePath, netns);
 }
 
 export function isVipRuleList(v: unknown): v is VipRule[] {

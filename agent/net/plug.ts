@@ -39,7 +39,7 @@ export async function plugVip(settings: PlugSettings, body: {
   await moveIntoNamespace(settings, body.mac, 'eth1');
   await writeInterfaceFile(settings, file);
   await rememberPlugged(settings, body.mac, 'eth1');
-  await interfaceUp(settings.netns, file);
+  await interfaceUp(settings, file);
   return 'eth1';
 }
 
@@ -56,7 +56,7 @@ export async function plugNetwork(settings: PlugSettings, body: {
   if (!existing) await moveIntoNamespace(settings, body.mac, ifname);
   await writeInterfaceFile(settings, file);
   await rememberPlugged(settings, body.mac, ifname);
-  await interfaceUp(settings.netns, file);
+  await interfaceUp(settings, file);
   return { ifname, updated: existing !== null };
 }
 

@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { loud } from '../helpers/hooks.js';
 import { execFileSync } from 'node:child_process';
 import https from 'node:https';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
@@ -25,6 +25,7 @@ let peer: OctaviaPeer;
 let dir: string;
 const VIP_MAC = '02:00:00:aa:bb:01';
 const MEMBER_MAC = '02:00:00:aa:bb:02';
+const SRIOV_MAC = '02:00:00:aa:bb:03';
 
 const sh = (...args: string[]) => execFileSync(args[0]!, args.slice(1), { encoding: 'utf8' });
 const ipn = (...args: string[]) => sh('ip', '-n', amp.netns, ...args);
@@ -35,6 +36,20 @@ function hotplug(name: string, mac: string, peerAddress: string): void {
   sh('ip', 'link', 'set', `${name}p`, 'netns', tenant.netns);
   sh('ip', '-n', tenant.netns, 'addr', 'add', peerAddress, 'dev', `${name}p`);
   sh('ip', '-n', tenant.netns, 'link', 'set', `${name}p`, 'up');
+}
+
+/** PUT /1.0/interface/<vrrp ip>/rules as Octavia 14's controller sends it (its 11 client has no call for it). */
+function putVipRules(body: unknown): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const req = https.request({
+      host: '127.0.0.1', port: agent.port, method: 'PUT', path: '/1.0/interface/10.77.0.5/rules',
+      ca: readFileSync(agent.serverCa.cert), servername: agent.amphoraId,
+      cert: readFileSync(agent.client.cert), key: readFileSync(agent.client.key),
+      headers: { 'content-type': 'application/json' },
+    }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
 }
 
 test.before(loud(async () => {
@@ -58,7 +73,7 @@ test.before(loud(async () => {
 test.after(async () => {
   peer?.close();
   await agent?.stop();
-  for (const l of ['aatvip0', 'aatmem0', 'aatboot1', 'aatboot2']) {
+  for (const l of ['aatvip0', 'aatmem0', 'aatsr0', 'aatboot1', 'aatboot2']) {
     try {
       execFileSync('ip', ['link', 'del', l], { stdio: 'ignore' });
     } catch {
@@ -137,16 +152,7 @@ test('plug network: a member port becomes eth2 with its fixed IP; plugging it ag
 });
 
 test('interface rules (SR-IOV VIP firewall): the first call installs the base ruleset, the next one the VIP chain', async () => {
-  const put = (body: unknown) => new Promise<number>((resolve, reject) => {
-    const req = https.request({
-      host: '127.0.0.1', port: agent.port, method: 'PUT', path: '/1.0/interface/10.77.0.5/rules',
-      ca: readFileSync(agent.serverCa.cert), servername: agent.amphoraId,
-      cert: readFileSync(agent.client.cert), key: readFileSync(agent.client.key),
-      headers: { 'content-type': 'application/json' },
-    }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); });
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
+  const put = putVipRules;
   const rules = [{ protocol: 'TCP', cidr: null, port: 80 }, { protocol: 'vrrp', cidr: '10.77.0.6/32', port: 112 }];
   assert.is(await put(rules), 200);
   const nft = () => sh('ip', 'netns', 'exec', amp.netns, 'nft', 'list', 'table', 'inet', 'amphora_table');
@@ -251,6 +257,24 @@ test('reboot: the NICs come back unconfigured in the main namespace; `interface 
   assert.is(sh('ip', 'netns', 'exec', amp.netns, 'nft', 'list', 'ruleset'), ruleset, 'a second bring-up added rules');
   assert.is(ipn('rule', 'show').match(/from 10\.77\.0\.10 lookup 1/g)?.length, 1);
   assert.is(execFileSync('sh', ['-c', `${process.execPath} ${MAIN} interface up eth9 --config-file ${agent.configFile} 2>&1; echo rc=$?`], { encoding: 'utf8' }).trim().split('\n').pop(), 'rc=1');
+});
+
+test('SR-IOV port: bringing it up loads the VIP firewall base ruleset, so the controller\'s one rules call fills the VIP chain; no TCP notrack', async () => {
+  const firewall = join(agent.basePath, 'nftables-vip.rules');
+  rmSync(firewall, { force: true }); // as on a new amphora
+  hotplug('aatsr0', SRIOV_MAC, '10.66.0.1/24');
+  await peer.call('plug_network', {
+    mac_address: SRIOV_MAC, fixed_ips: [{ ip_address: '10.66.0.5', subnet_cidr: '10.66.0.0/24', host_routes: [] }], mtu: 1500, is_sriov: true,
+  });
+  const nft = (...args: string[]) => sh('ip', 'netns', 'exec', amp.netns, 'nft', ...args);
+  assert.ok(existsSync(firewall), 'the firewall file was not created at bring-up');
+  assert.match(nft('list', 'table', 'inet', 'amphora_table'), /policy drop/);
+  const masquerade = nft('list', 'table', 'ip', 'amphora-lvs-eth3');
+  assert.match(masquerade, /masquerade/);
+  assert.not.match(masquerade, /notrack/, 'SR-IOV: the firewall matches conntrack state');
+  assert.is(await putVipRules([{ protocol: 'TCP', cidr: null, port: 80 }]), 200);
+  assert.match(nft('list', 'table', 'inet', 'amphora_table'), /amphora_vip_chain[\s\S]*tcp dport 80 accept/, 'the first rules call was dropped');
+  nft('flush', 'ruleset');
 });
 
 test.run();
