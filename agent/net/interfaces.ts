@@ -54,7 +54,7 @@ export async function moveLink(netns: string, current: string, ifname: string): 
 
 const pluggedPath = (settings: NetworkSettings) => join(settings.basePath, 'plugged_interfaces');
 
-export async function pluggedInterfaces(settings: NetworkSettings): Promise<{ mac: string; ifname: string }[]> {
+async function pluggedInterfaces(settings: NetworkSettings): Promise<{ mac: string; ifname: string }[]> {
   const text = (await readTextIfExists(pluggedPath(settings))) ?? '';
   return text.split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length === 2).map(([mac, ifname]) => ({ mac: mac!, ifname: ifname! }));
 }
@@ -70,15 +70,21 @@ export async function writeInterfaceFile(settings: NetworkSettings, file: Interf
   await writeFileAtomic(join(settings.networkDir, `${file.name}.json`), JSON.stringify(file, null, 2), 0o644);
 }
 
-async function readInterfaceFiles(settings: NetworkSettings): Promise<InterfaceFile[]> {
-  const names = (await readdir(settings.networkDir).catch(() => [] as string[])).filter((n) => n.endsWith('.json')).sort();
-  const files: InterfaceFile[] = [];
+/** The interface files by interface name, loopback first as the system brings interfaces up; a file that does not parse is its error. */
+async function readInterfaceFiles(settings: NetworkSettings): Promise<{ name: string; file: InterfaceFile | null; error: string | null }[]> {
+  const names = (await readdir(settings.networkDir).catch(() => [] as string[]))
+    .filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -'.json'.length))
+    .sort((a, b) => Number(b === 'lo') - Number(a === 'lo') || (a < b ? -1 : a > b ? 1 : 0));
+  const out: { name: string; file: InterfaceFile | null; error: string | null }[] = [];
   for (const name of names) {
-    const text = await readTextIfExists(join(settings.networkDir, name));
-    if (text !== null) files.push(JSON.parse(text) as InterfaceFile);
+    try {
+      const text = await readTextIfExists(join(settings.networkDir, `${name}.json`));
+      if (text !== null) out.push({ name, file: JSON.parse(text) as InterfaceFile, error: null });
+    } catch (err) {
+      out.push({ name, file: null, error: `unreadable interface file: ${(err as Error).message}` });
+    }
   }
-  // Loopback first, as the system brings interfaces up.
-  return files.sort((a, b) => Number(b.if_type === 'lo') - Number(a.if_type === 'lo'));
+  return out;
 }
 
 export interface InterfaceOutcome {
@@ -96,24 +102,25 @@ export interface InterfaceOutcome {
  */
 export async function bringInterfaces(settings: NetworkSettings, direction: 'up' | 'down', which: string): Promise<InterfaceOutcome[]> {
   await ensureNetns(settings.netns);
-  const files = (await readInterfaceFiles(settings)).filter((f) => which === 'all' || f.name === which);
-  if (files.length === 0) throw new Error(`no interface file for ${which} in ${settings.networkDir}`);
+  const entries = (await readInterfaceFiles(settings)).filter((f) => which === 'all' || f.name === which);
+  if (entries.length === 0) throw new Error(`no interface file for ${which} in ${settings.networkDir}`);
   const main = direction === 'up' ? await links(null) : [];
   const plugged = await pluggedInterfaces(settings);
   const out: InterfaceOutcome[] = [];
-  for (const file of files) {
+  for (const { name, file, error } of entries) {
     let moved = false;
     try {
-      const mac = plugged.find((p) => p.ifname === file.name)?.mac;
+      if (!file) throw new Error(error!);
+      const mac = plugged.find((p) => p.ifname === name)?.mac;
       const stray = mac ? main.find((l) => l.address === mac) : undefined;
       if (stray) {
-        await moveLink(settings.netns, stray.ifname, file.name);
+        await moveLink(settings.netns, stray.ifname, name);
         moved = true;
       }
       await (direction === 'up' ? interfaceUp : interfaceDown)(settings, file);
-      out.push({ name: file.name, moved, error: null });
+      out.push({ name, moved, error: null });
     } catch (err) {
-      out.push({ name: file.name, moved, error: (err as Error).message });
+      out.push({ name, moved, error: (err as Error).message });
     }
   }
   return out;
