@@ -258,6 +258,13 @@ test('reboot: the NICs come back unconfigured in the main namespace; `interface 
   assert.is(ipn('rule', 'show').match(/from 10\.77\.0\.10 lookup 1/g)?.length, 1);
   const withRc = (args: string) => execFileSync('sh', ['-c', `${process.execPath} ${MAIN} interface ${args} --config-file ${agent.configFile} 2>&1; echo rc=$?`], { encoding: 'utf8' });
   assert.match(withRc('up eth9'), /no interface file for eth9[\s\S]*rc=1\n$/);
+  // down and up again, one interface: addresses, masquerade and link go, and come back.
+  assert.match(withRc('down eth2'), /^eth2: down\nrc=0\n$/);
+  assert.not.match(ipn('addr', 'show', 'dev', 'eth2'), /10\.88\.0\.6|state UP/);
+  assert.not.match(sh('ip', 'netns', 'exec', amp.netns, 'nft', 'list', 'tables'), /amphora-lvs-eth2/);
+  assert.match(withRc('up eth2'), /^eth2: up\nrc=0\n$/);
+  assert.match(ipn('addr', 'show', 'dev', 'eth2'), /inet 10\.88\.0\.6\/24/);
+  assert.match(sh('ip', 'netns', 'exec', amp.netns, 'nft', 'list', 'tables'), /amphora-lvs-eth2/);
   // A damaged file fails its interface only; the others still come up, and the exit status says so.
   writeFileSync(join(dir, 'interfaces', 'eth9.json'), '{"name": "eth9", ');
   const damaged = withRc('up all');
