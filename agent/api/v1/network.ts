@@ -1,6 +1,7 @@
 // API 1.0 network routes: plug vip, plug network, interface lookup.
 import express, { type Request, type Response, type Router } from 'express';
 import { InterfaceError } from '../../net/amphora-interface.js';
+import { MasqueradeError } from '../../net/masquerade.js';
 import type { FixedIp, HostRoute, VipSubnet } from '../../net/interface-file.js';
 import { explode, ipFamily, parseCidr } from '../../net/ip.js';
 import {
@@ -87,6 +88,11 @@ function sendBadInput(res: Response, err: BadInput): void {
   else sendMessage(res, 400, err.body.message);
 }
 
+/** A command that configures the interface (ip, nft) refused: Octavia's 500 with the command's words. */
+function isConfigurationFailure(err: unknown): err is Error {
+  return err instanceof InterfaceError || err instanceof MasqueradeError || err instanceof NftablesError;
+}
+
 export function registerNetworkRoutes(r: Router, settings: () => PlugSettings): void {
   const json = express.json({ type: () => true, limit: '1mb', strict: false });
 
@@ -107,7 +113,7 @@ export function registerNetworkRoutes(r: Router, settings: () => PlugSettings): 
       if (err instanceof BadInput) return sendBadInput(res, err);
       if (err instanceof InterfaceExistsError) return sendMessage(res, 409, 'Interface already exists');
       if (err instanceof InterfaceNotFoundError) return sendJson(res, 404, { details: 'No suitable network interface found' });
-      if (err instanceof InterfaceError) return sendMessage(res, 500, 'Error plugging VIP', err.message);
+      if (isConfigurationFailure(err)) return sendMessage(res, 500, 'Error plugging VIP', err.message);
       throw err;
     }
   });
@@ -131,7 +137,7 @@ export function registerNetworkRoutes(r: Router, settings: () => PlugSettings): 
     } catch (err) {
       if (err instanceof BadInput) return sendBadInput(res, err);
       if (err instanceof InterfaceNotFoundError) return sendJson(res, 404, { details: 'No suitable network interface found' });
-      if (err instanceof InterfaceError) return sendMessage(res, 500, 'Error plugging network', err.message);
+      if (isConfigurationFailure(err)) return sendMessage(res, 500, 'Error plugging network', err.message);
       throw err;
     }
   });
