@@ -151,6 +151,21 @@ test('plug network: a member port becomes eth2 with its fixed IP; plugging it ag
   assert.ok(existsSync(join(dir, 'interfaces', 'eth2.json')));
 });
 
+test('plug network on the VIP port with vip_net_info (a second subnet on the VRRP port): updated in place, VIP config kept, one VIP rule', async () => {
+  await peer.call('plug_network', {
+    mac_address: VIP_MAC, mtu: 1450, fixed_ips: [{ ip_address: '10.55.0.5', subnet_cidr: '10.55.0.0/24', host_routes: [] }],
+    vip_net_info: {
+      vip: '10.77.0.10', subnet_cidr: '10.77.0.0/24', gateway: '10.77.0.1', vrrp_ip: '10.77.0.5', mac_address: VIP_MAC,
+      host_routes: [{ destination: '192.0.2.0/24', nexthop: '10.77.0.254' }], additional_vips: [],
+    },
+  });
+  const addr = ipn('addr', 'show', 'dev', 'eth1');
+  assert.match(addr, /inet 10\.55\.0\.5\/24/);
+  assert.match(addr, /inet 10\.77\.0\.5\/24/);
+  assert.match(addr, /inet 10\.77\.0\.10\/32/);
+  assert.is(ipn('rule', 'show').match(/from 10\.77\.0\.10 lookup 1/g)?.length, 1);
+});
+
 test('interface rules (SR-IOV VIP firewall): the first call installs the base ruleset, the next one the VIP chain', async () => {
   const put = putVipRules;
   const rules = [{ protocol: 'TCP', cidr: null, port: 80 }, { protocol: 'vrrp', cidr: '10.77.0.6/32', port: 112 }];
