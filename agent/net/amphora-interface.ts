@@ -25,6 +25,15 @@ interface AddrInfo {
   dynamic?: boolean;
 }
 
+async function addresses(netns: string, dev: string): Promise<AddrInfo[]> {
+  return (JSON.parse(await ip(netns, ['-j', 'addr', 'show', 'dev', dev])) as { addr_info: AddrInfo[] }[])[0]?.addr_info ?? [];
+}
+
+/** The addresses keepalived owns (ACTIVE_STANDBY VIPs): the agent neither adds nor removes them. */
+function keepalivedAddresses(file: InterfaceFile): Set<string> {
+  return new Set(file.addresses.filter((a) => a.octavia_owned === false).map((a) => explode(a.address!)));
+}
+
 /** basePath: where the SR-IOV VIP firewall file lives. */
 export async function interfaceUp(where: { netns: string; basePath: string }, file: InterfaceFile): Promise<void> {
   const { netns } = where;
@@ -35,8 +44,8 @@ export async function interfaceUp(where: { netns: string; basePath: string }, fi
   await ip(netns, ['link', 'set', 'dev', dev, ...(file.mtu ? ['mtu', String(file.mtu)] : []), 'up']);
 
   const wanted = file.addresses.filter((a) => a.address && a.octavia_owned !== false);
-  const keepalivedOwned = new Set(file.addresses.filter((a) => a.octavia_owned === false).map((a) => explode(a.address!)));
-  const current = (JSON.parse(await ip(netns, ['-j', 'addr', 'show', 'dev', dev])) as { addr_info: AddrInfo[] }[])[0]?.addr_info ?? [];
+  const keepalivedOwned = keepalivedAddresses(file);
+  const current = await addresses(netns, dev);
   const has = (addr: string, len: number) => current.some((c) => explode(c.local) === addr && c.prefixlen === len);
   // Stale addresses go first: deleting a subnet's primary address also deletes
   // the secondaries added after it (seen when a fixed IP is replaced).
@@ -85,9 +94,8 @@ export async function interfaceDown(where: { netns: string }, file: InterfaceFil
     await run(['ip', '-n', netns, fam, 'rule', 'del', 'from', `${rule.src}/${rule.src_len}`, 'table', String(rule.table)]);
   }
   // Addresses keepalived owns are left to keepalived, as on the way up.
-  const keepalivedOwned = new Set(file.addresses.filter((a) => a.octavia_owned === false).map((a) => explode(a.address!)));
-  const current = (JSON.parse(await ip(netns, ['-j', 'addr', 'show', 'dev', dev])) as { addr_info: AddrInfo[] }[])[0]?.addr_info ?? [];
-  for (const c of current) {
+  const keepalivedOwned = keepalivedAddresses(file);
+  for (const c of await addresses(netns, dev)) {
     if (c.scope === 'global' && !keepalivedOwned.has(explode(c.local))) await ip(netns, ['addr', 'del', `${c.local}/${c.prefixlen}`, 'dev', dev]);
   }
   await ip(netns, ['link', 'set', 'dev', dev, 'down']);

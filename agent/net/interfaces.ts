@@ -17,7 +17,7 @@ export interface NetworkSettings {
   netns: string;
   /** agent_server_network_dir: where interface files go. */
   networkDir: string;
-  /** base_path: holds plugged_interfaces. */
+  /** base_path: holds plugged_interfaces and the SR-IOV VIP firewall file. */
   basePath: string;
 }
 
