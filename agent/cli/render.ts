@@ -14,6 +14,7 @@ import { haproxyCapabilities } from '../haproxy/capabilities.js';
 import { peerName } from '../haproxy/layout.js';
 import { certificateFiles } from '../loadbalancer/spec-store.js';
 import { run } from '../system/exec.js';
+import { runWithScratchNetns } from '../system/netns.js';
 import { ensureDir, removeTree, writeFileAtomic } from '../system/files.js';
 
 export const RENDER_USAGE = `  render SPEC.json [--haproxy PATH | --haproxy-version X.Y] [--config-file PATH]
@@ -115,10 +116,11 @@ export interface Verdict {
 /**
  * Render a spec into a scratch tree under `workRoot` (paths in the config point
  * there, the spec's certificates copied from `certSource`) and let haproxy
- * (`-c`) and keepalived (`-t`) judge the result.
+ * (`-c`) and keepalived (`-t`) judge the result. keepalived judges inside a
+ * scratch namespace named as configured, as it would on an amphora.
  */
 export async function checkSpec(spec: LoadBalancerSpec, settings: RenderSettings, target: RenderTarget,
-  haproxyCmd: string[], certSource: string, workRoot = tmpdir()): Promise<Verdict[]> {
+  haproxyCmd: string[], certSource: string, workRoot = tmpdir(), keepalivedCmd = ['keepalived']): Promise<Verdict[]> {
   const work = await mkdtemp(join(workRoot, 'amphora-check-'));
   try {
     const scratch: RenderSettings = { ...settings, basePath: work, baseCertDir: join(work, 'certs') };
@@ -138,7 +140,7 @@ export async function checkSpec(spec: LoadBalancerSpec, settings: RenderSettings
     for (const lvs of out.lvsConfigs) {
       const cfg = join(work, `lvs-${lvs.listenerId}.cfg`);
       await writeFileAtomic(cfg, lvs.content, 0o600);
-      const res = await run(['keepalived', '-t', '-f', cfg]);
+      const res = await runWithScratchNetns(scratch.networkNamespace, [...keepalivedCmd, '-t', '-f', cfg]);
       // keepalived's exit code 6 is only its script-security advice for root-run checks.
       const ok = res.exitCode === 0 || (res.exitCode === 6 && !/Unknown keyword|error/i.test(res.output));
       verdicts.push({ tool: `keepalived ${lvs.listenerId}`, ok, output: res.output });

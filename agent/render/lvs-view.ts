@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from '../spec/types.js';
 import { expectedCodes } from './haproxy-view.js';
 import { defaultPoolOf, poolsById } from '../spec/pools.js';
+import { granularityFor } from '../spec/netmask.js';
 import type { RenderSettings } from './settings.js';
 
 export interface RealServerView {
@@ -23,6 +24,13 @@ export interface VirtualServerView {
   vips: string[];
   persistenceGranularity: string;
   members: RealServerView[];
+  /**
+   * The virtual server is written only when it has a real server to send to
+   * (pool enabled, an enabled member of its family). keepalived ignores one
+   * without, and `keepalived -t` calls the whole config invalid; left out,
+   * only its comments remain (status reads them).
+   */
+  hasRealServers: boolean;
 }
 
 export interface LvsView {
@@ -70,19 +78,21 @@ function lvsView(spec: LoadBalancerSpec, settings: RenderSettings, l: ListenerSp
     const inFamily = (ip: string) => (isIPv6(ip) ? 6 : 4) === ipVersion;
     const groupVips = vips.filter(inFamily);
     if (groupVips.length === 0) continue;
+    const members = (pool?.members ?? []).filter((m) => inFamily(m.address)).map((m) => ({
+      id: m.id,
+      enabled: m.admin_state_up !== false,
+      address: m.address,
+      port: m.protocol_port,
+      weight: m.weight,
+      checkAddress: m.monitor_address ?? m.address,
+      checkPort: m.monitor_port ?? m.protocol_port,
+    }));
     groups.push({
       ipVersion,
       vips: groupVips,
-      persistenceGranularity: sp?.persistence_granularity ?? (ipVersion === 4 ? '255.255.255.255' : '128'),
-      members: (pool?.members ?? []).filter((m) => inFamily(m.address)).map((m) => ({
-        id: m.id,
-        enabled: m.admin_state_up !== false,
-        address: m.address,
-        port: m.protocol_port,
-        weight: m.weight,
-        checkAddress: m.monitor_address ?? m.address,
-        checkPort: m.monitor_port ?? m.protocol_port,
-      })),
+      persistenceGranularity: granularityFor(sp?.persistence_granularity, ipVersion),
+      members,
+      hasRealServers: pool?.admin_state_up !== false && members.some((m) => m.enabled),
     });
   }
   return {

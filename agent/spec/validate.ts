@@ -8,6 +8,7 @@ import { createSecureContext } from 'node:tls';
 import addFormats from 'ajv-formats';
 import { LOAD_BALANCER_SCHEMA } from './schema.js';
 import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from './types.js';
+import { prefixLength } from './netmask.js';
 
 export class SpecError extends Error {
   constructor(readonly problems: string[]) {
@@ -331,6 +332,10 @@ function poolProblems(pool: PoolSpec, path: string, problem: Report): void {
     if (lvs && sp.type !== 'SOURCE_IP') problem(`${path}.session_persistence.type`, `${pool.protocol} pools support SOURCE_IP persistence only`);
     for (const field of ['persistence_timeout', 'persistence_granularity'] as const) {
       if (!lvs && sp[field] !== undefined) problem(`${path}.session_persistence.${field}`, 'is only allowed on UDP and SCTP pools');
+    }
+    const mask = sp.persistence_granularity;
+    if (mask !== undefined && !((prefixLength(mask) ?? 0) > 0)) {
+      problem(`${path}.session_persistence.persistence_granularity`, 'must be a netmask: one or more leading one bits, then only zeros');
     }
   }
   const hm = pool.healthmonitor;

@@ -1,24 +1,73 @@
-// The haproxy binaries every haproxy scenario runs against: bookworm's 2.6 and
-// Debian sid's newest (through the chroot wrapper test/rig/prepare.sh makes).
+// The release matrix the tests run against: haproxy, keepalived and Octavia's
+// own code from Debian bookworm (this machine) and from the root filesystems
+// test/rig/prepare.sh caches (trixie, sid, experimental), run through chroot
+// wrappers that share this machine's network.
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 
 const CACHE = process.env.AMPHORA_TEST_CACHE ?? '/var/cache/amphora-agent-tests';
 export const TEST_ROOT = process.env.AMPHORA_TEST_ROOT ?? '/var/tmp/aat';
+const wrapper = (name: string) => join(CACHE, 'bin', name);
 
 export interface HaproxyUnderTest {
+  /** haproxy-<major.minor>: the series each Debian suite ships. */
   label: string;
   command: string[];
 }
 
+/**
+ * Every haproxy scenario runs against each of these: bookworm's 2.6, trixie's
+ * 3.0 (the one the amphora image ships), sid's 3.2 and experimental's 3.4.
+ */
 export const HAPROXIES: HaproxyUnderTest[] = [
   { label: 'haproxy-2.6', command: ['/usr/sbin/haproxy'] },
-  { label: 'haproxy-sid', command: [join(CACHE, 'bin', 'haproxy-sid')] },
+  { label: 'haproxy-3.0', command: [wrapper('haproxy-trixie')] },
+  { label: 'haproxy-3.2', command: [wrapper('haproxy-sid')] },
+  { label: 'haproxy-3.4', command: [wrapper('haproxy-experimental')] },
 ];
 
-/** A fresh directory under the test root (visible inside the sid chroot too). */
+/** The haproxy versions a long load scenario runs on: the oldest, the image's and the newest. */
+export const LOAD_HAPROXIES: HaproxyUnderTest[] = HAPROXIES.filter((h) => ['haproxy-2.6', 'haproxy-3.0', 'haproxy-3.4'].includes(h.label));
+
+export interface KeepalivedUnderTest {
+  label: string;
+  command: string[];
+}
+
+/** bookworm's keepalived 2.2.7 and trixie's 2.3 (the image's). */
+export const KEEPALIVEDS: KeepalivedUnderTest[] = [
+  { label: 'keepalived-2.2', command: ['/usr/sbin/keepalived'] },
+  { label: 'keepalived-2.3', command: [wrapper('keepalived-trixie')] },
+];
+
+export interface OctaviaUnderTest {
+  /** octavia-<major>: the python3-octavia release. */
+  label: string;
+  /** The python3 that imports this release's octavia package. */
+  python: string;
+}
+
+/** Octavia 11.0.0 (bookworm), 16.0.0 (trixie) and 19.0.0 (sid), each with its own Python. */
+export const OCTAVIAS: OctaviaUnderTest[] = [
+  { label: 'octavia-11', python: '/usr/bin/python3' },
+  { label: 'octavia-16', python: wrapper('python3-trixie') },
+  { label: 'octavia-19', python: wrapper('python3-sid') },
+];
+
+export const OCTAVIA_NEWEST = OCTAVIAS[OCTAVIAS.length - 1]!;
+
+/** A fresh directory under the test root (visible inside the chroots too). */
 export async function testDir(prefix: string): Promise<string> {
   mkdirSync(TEST_ROOT, { recursive: true });
   return mkdtemp(join(TEST_ROOT, `${prefix}-`));
+}
+
+/**
+ * argv that runs one of the test's Python scripts with a release's Octavia.
+ * The script goes as text (`python3 -c`), so it needs no path inside the
+ * release's root filesystem; its arguments follow as sys.argv[1:].
+ */
+export function octaviaPython(o: OctaviaUnderTest, script: string, args: string[] = []): [string, string[]] {
+  return [o.python, ['-c', readFileSync(script, 'utf8'), ...args]];
 }

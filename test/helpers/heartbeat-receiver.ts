@@ -4,6 +4,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './load.js';
+import { OCTAVIAS, octaviaPython, type OctaviaUnderTest } from './haproxies.js';
 
 const SCRIPT = fileURLToPath(new URL('../../../test/interop/heartbeat_receiver.py', import.meta.url));
 
@@ -19,8 +20,8 @@ export class HeartbeatReceiver {
   private ready = false;
   private readonly child: ChildProcessWithoutNullStreams;
 
-  constructor(readonly port: number, key: string) {
-    this.child = spawn('/usr/bin/python3', [SCRIPT, String(port), key]);
+  constructor(readonly port: number, key: string, readonly release: OctaviaUnderTest = OCTAVIAS[0]!) {
+    this.child = spawn(...octaviaPython(release, SCRIPT, [String(port), key]));
     this.child.stderr.resume();
     createInterface({ input: this.child.stdout }).on('line', (line) => {
       const d = JSON.parse(line) as { ready?: boolean } & Omit<Received, 'at'>;

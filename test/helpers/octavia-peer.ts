@@ -3,6 +3,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { OCTAVIAS, octaviaPython, type OctaviaUnderTest } from './haproxies.js';
 
 const PEER = fileURLToPath(new URL('../../../test/interop/octavia_peer.py', import.meta.url));
 
@@ -19,8 +20,8 @@ export class OctaviaPeer {
   private readonly answers: ((a: PeerAnswer) => void)[] = [];
   stderr = '';
 
-  constructor() {
-    this.child = spawn('/usr/bin/python3', [PEER]);
+  constructor(readonly release: OctaviaUnderTest = OCTAVIAS[0]!) {
+    this.child = spawn(...octaviaPython(release, PEER));
     this.child.stderr.on('data', (d) => { this.stderr += d; });
     createInterface({ input: this.child.stdout }).on('line', (line) => this.answers.shift()?.(JSON.parse(line) as PeerAnswer));
   }

@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { RenderSettings } from '../../agent/render/settings.js';
 import type { LoadBalancerSpec } from '../../agent/spec/types.js';
+import { OCTAVIAS, octaviaPython, type OctaviaUnderTest } from './haproxies.js';
 
 const RENDERER = fileURLToPath(new URL('../../../test/interop/octavia_render.py', import.meta.url));
 
@@ -87,8 +88,8 @@ export class OctaviaRenderer {
   private exited: Error | null = null;
   stderr = '';
 
-  private constructor() {
-    this.child = spawn('/usr/bin/python3', [RENDERER], { env: { ...process.env, PYTHONUNBUFFERED: '1' } });
+  private constructor(readonly release: OctaviaUnderTest) {
+    this.child = spawn(...octaviaPython(release, RENDERER), { env: { ...process.env, PYTHONUNBUFFERED: '1' } });
     this.child.stderr.on('data', (d) => { this.stderr += d; });
     createInterface({ input: this.child.stdout }).on('line', (line) => this.pending.shift()?.resolve(JSON.parse(line) as Answer));
     const fail = (why: string) => {
@@ -100,8 +101,8 @@ export class OctaviaRenderer {
   }
 
   /** Start the Python process and wait until Octavia is imported. */
-  static async start(): Promise<OctaviaRenderer> {
-    const r = new OctaviaRenderer();
+  static async start(release: OctaviaUnderTest = OCTAVIAS[0]!): Promise<OctaviaRenderer> {
+    const r = new OctaviaRenderer(release);
     await r.request('ping', {});
     return r;
   }

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
-import { HAPROXIES, TEST_ROOT } from '../helpers/haproxies.js';
+import { HAPROXIES, KEEPALIVEDS, TEST_ROOT } from '../helpers/haproxies.js';
 import { fixtureWorkspace } from '../helpers/fixture-certs.js';
 import { SpecError, validateSpec } from '../../agent/spec/validate.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
@@ -141,13 +141,16 @@ function loadSeeds(): { name: string; spec: Json }[] {
 const t = suite('spec mutations: refused with a field path, or rendered to configs haproxy and keepalived accept');
 let certDir: string;
 let workRoot: string;
-const targets: { command: string[]; label: string; target: RenderTarget }[] = [];
+const targets: { command: string[]; keepalived: string[]; label: string; target: RenderTarget }[] = [];
 
 t.before(loud(async () => {
   ({ certDir, workRoot } = await fixtureWorkspace('mutation'));
-  for (const h of HAPROXIES) {
+  // keepalived does not depend on haproxy: the keepalived versions take turns,
+  // so every mutant meets each of them.
+  for (const [i, h] of HAPROXIES.entries()) {
     const caps = await haproxyCapabilities(h.command, join(TEST_ROOT, 'probes'));
-    targets.push({ command: h.command, label: h.label, target: { initStateAtStartup: caps.initStateAppliedAtStartup } });
+    const k = KEEPALIVEDS[i % KEEPALIVEDS.length]!;
+    targets.push({ command: h.command, keepalived: k.command, label: `${h.label}/${k.label}`, target: { initStateAtStartup: caps.initStateAppliedAtStartup } });
   }
 }));
 
@@ -182,10 +185,10 @@ t(`${MUTANTS} mutants of the fixtures`, async () => {
       }
     }
     rendered++;
-    for (const { command, label: hl, target } of targets) {
+    for (const { command, keepalived, label: hl, target } of targets) {
       checks.push(async () => {
         try {
-          for (const v of await checkSpec(spec, settings, target, command, certDir, workRoot)) {
+          for (const v of await checkSpec(spec, settings, target, command, certDir, workRoot, keepalived)) {
             if (!v.ok) failures.push(`${label}: ${hl} ${v.tool} rejected it:\n${v.output.trim()}`);
           }
         } catch (err) {

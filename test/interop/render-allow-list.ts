@@ -5,6 +5,7 @@
 // Anything not listed here is a parity bug.
 import type { LoadBalancerSpec } from '../../agent/spec/types.js';
 import { haproxyWord } from '../../agent/render/haproxy-view.js';
+import { granularityFor } from '../../agent/spec/netmask.js';
 
 export interface Allowance {
   id: string;
@@ -131,7 +132,62 @@ export const ALLOWANCES: Allowance[] = [
   },
 ];
 
+/** keepalived text cut into its top-level blocks ("name ... { ... }", nested braces kept) and the lines between. */
+function keepalivedBlocks(text: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let current: string[] = [];
+  for (const line of text.split('\n')) {
+    current.push(line);
+    const code = line.replace(/#.*/, '');
+    depth += (code.match(/\{/g) ?? []).length - (code.match(/\}/g) ?? []).length;
+    if (depth === 0) {
+      out.push(current.join('\n'));
+      current = [];
+    }
+  }
+  if (current.length > 0) out.push(current.join('\n'));
+  return out;
+}
+
+/** Rewrite each "virtual_server group ipvN-group { ... }" block. */
+function perVirtualServer(text: string, fn: (block: string, ipVersion: 4 | 6) => string): string {
+  return keepalivedBlocks(text).map((b) => {
+    const m = /^\s*virtual_server group ipv([46])-group \{/m.exec(b);
+    return m ? fn(b, Number(m[1]) as 4 | 6) : b;
+  }).join('\n');
+}
+
 export const LVS_ALLOWANCES: Allowance[] = [
+  {
+    id: 'lvs-empty-virtual-server',
+    reason: 'A virtual server without an enabled real server (a family none of the members has, all members disabled, ' +
+      "the pool disabled): Octavia 11 to 19 write it, keepalived ignores it ('has no real servers - ignoring') and " +
+      "`keepalived -t` on an amphora calls the config invalid. We leave it out; traffic is the same (none).",
+    theirs: (text) => {
+      const blocks = keepalivedBlocks(text);
+      const empty = new Set(blocks.filter((b) => /^\s*virtual_server group (\S+) \{/m.test(b) && !/\breal_server\b/.test(b))
+        .map((b) => /virtual_server group (\S+) \{/.exec(b)![1]!));
+      return blocks.filter((b) => {
+        const m = /^\s*virtual_server(?:_group| group) (\S+) \{/m.exec(b);
+        return !(m && empty.has(m[1]!));
+      }).join('\n');
+    },
+  },
+  {
+    id: 'lvs-granularity-per-family',
+    reason: "SOURCE_IP persistence_granularity: Octavia 11 to 19 write the spec's netmask on the virtual servers of both " +
+      'families. keepalived then skips every real server of the other family ("Address family of virtual server and real ' +
+      'server ... don\'t match"): an IPv6 member of a pool with an IPv4 granularity gets no traffic. The mask applies to its ' +
+      'own family (an IPv6 one as its prefix length); the other family keeps per-address persistence.',
+    theirs: (text, spec) => {
+      const listener = spec.listeners.find((l) => text.includes(`Listener ${l.id}\n`));
+      const pool = listener?.default_pool ?? spec.pools.find((p) => p.id === listener?.default_pool_id);
+      const mask = pool?.session_persistence?.persistence_granularity;
+      if (mask === undefined) return text;
+      return perVirtualServer(text, (b, v) => b.replace(/(persistence_granularity )(\S+)/, (_, k: string) => `${k}${granularityFor(mask, v)}`));
+    },
+  },
   {
     id: 'lvs-ipv6-granularity',
     reason: "SOURCE_IP persistence on the IPv6 group: 11.0.0 writes the IPv4 mask 255.255.255.255, which keepalived cannot " +

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
-# Prepares this machine for the test suite, idempotently: Debian packages the
-# tests drive for real, and a cached Debian sid root filesystem that holds the
-# newest haproxy (run through chroot; it shares the network namespace).
+# Prepares this machine for the test suite, idempotently: the Debian packages
+# the tests drive for real (bookworm: haproxy 2.6, keepalived 2.2, Octavia 11),
+# and cached Debian root filesystems for the rest of the release matrix, run
+# through chroot (they share the network namespace):
+#   trixie        haproxy 3.0 (the amphora image's), keepalived 2.3, Octavia 16
+#   sid           haproxy 3.2, Octavia 19
+#   experimental  haproxy 3.4
+# Each root filesystem is rebuilt only when its recipe (suite, packages) changes.
 set -euo pipefail
 
 CACHE=${AMPHORA_TEST_CACHE:-/var/cache/amphora-agent-tests}
-ROOTFS=$CACHE/sid-rootfs
 # Short: unix socket paths under it (haproxy master CLI) must stay within 97 characters.
 TEST_ROOT=${AMPHORA_TEST_ROOT:-/var/tmp/aat}
+MIRROR=http://deb.debian.org/debian
 PACKAGES=(haproxy keepalived socat iproute2 nftables python3-octavia debootstrap ipvsadm openssl curl iputils-ping iputils-arping ndisc6)
+# suite for debootstrap | apt target release | packages
+declare -A RECIPES=(
+  [trixie]="trixie||haproxy keepalived iproute2 python3-octavia"
+  [sid]="sid||haproxy keepalived iproute2 python3-octavia"
+  [experimental]="sid|experimental|haproxy"
+)
 
 if [ "$(id -u)" != 0 ]; then
   echo "prepare.sh: the tests need root (network namespaces, haproxy, chroot)" >&2
@@ -37,26 +48,96 @@ done
 # The packaged haproxy service must not hold ports the tests use.
 pkill -f '^/usr/sbin/haproxy -Ws -f /etc/haproxy' 2>/dev/null || true
 
-if [ ! -x "$ROOTFS/usr/sbin/haproxy" ]; then
-  echo "prepare.sh: building the sid root filesystem with the newest haproxy (about 30 s)"
-  rm -rf "$ROOTFS.tmp"
-  mkdir -p "$CACHE"
-  debootstrap --variant=minbase --include=haproxy sid "$ROOTFS.tmp" http://deb.debian.org/debian >"$CACHE/debootstrap.log" 2>&1 \
-    || { tail -20 "$CACHE/debootstrap.log" >&2; exit 1; }
-  mv "$ROOTFS.tmp" "$ROOTFS"
-fi
+# Mounts inside a root filesystem are slaves of the host's: an unmount there
+# (or by a later cleanup) must never propagate back and remove the host's
+# network namespaces.
+unmount_all() {
+  awk -v r="$1" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/self/mounts | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
+bind_slave() { # SOURCE TARGET
+  mkdir -p "$2"
+  mountpoint -q "$2" && return 0
+  mount --rbind "$1" "$2"
+  mount --make-rslave "$2"
+}
 
-# The agent passes absolute paths under the test root to haproxy; inside the
-# chroot they must name the same files, so the test root is bind-mounted there.
-mkdir -p "$TEST_ROOT" "$ROOTFS$TEST_ROOT"
-mountpoint -q "$ROOTFS$TEST_ROOT" || mount --bind "$TEST_ROOT" "$ROOTFS$TEST_ROOT"
+build_rootfs() { # NAME
+  local name=$1 dir=$CACHE/rootfs/$1 recipe=${RECIPES[$1]}
+  local suite=${recipe%%|*} rest=${recipe#*|}
+  local target=${rest%%|*} packages=${rest#*|}
+  local log=$CACHE/rootfs/$name.log
+  if [ -f "$dir/.recipe" ] && [ "$(cat "$dir/.recipe")" = "$recipe" ]; then return 0; fi
+  echo "prepare.sh: building the $name root filesystem ($packages)"
+  unmount_all "$dir"; unmount_all "$dir.tmp"
+  rm -rf "$dir" "$dir.tmp"
+  debootstrap --variant=minbase "$suite" "$dir.tmp" "$MIRROR" >"$log" 2>&1 || { tail -20 "$log" >&2; return 1; }
+  # sid's Release file is past its Valid-Until date on some mirrors.
+  echo 'Acquire::Check-Valid-Until "false";' >"$dir.tmp/etc/apt/apt.conf.d/99no-valid-until"
+  local sources="deb $MIRROR $suite main"
+  [ -n "$target" ] && sources+=$'\n'"deb $MIRROR $target main"
+  echo "$sources" >"$dir.tmp/etc/apt/sources.list"
+  # Nothing starts while packages install; python3-octavia does not configure
+  # inside debootstrap, so it is installed here, in the finished minbase root.
+  printf '#!/bin/sh\nexit 101\n' >"$dir.tmp/usr/sbin/policy-rc.d"; chmod 755 "$dir.tmp/usr/sbin/policy-rc.d"
+  mount -t proc proc "$dir.tmp/proc"
+  local rc=0
+  chroot "$dir.tmp" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    ${target:+-t $target} $packages && apt-get clean" >>"$log" 2>&1 || rc=$?
+  umount "$dir.tmp/proc"
+  [ $rc = 0 ] || { tail -20 "$log" >&2; return 1; }
+  echo "$recipe" >"$dir.tmp/.recipe"
+  mv "$dir.tmp" "$dir"
+}
 
-mkdir -p "$CACHE/bin"
-cat >"$CACHE/bin/haproxy-sid" <<WRAPPER
+mkdir -p "$CACHE/rootfs" "$CACHE/bin"
+# The root filesystem of an earlier layout of this script.
+if [ -d "$CACHE/sid-rootfs" ]; then unmount_all "$CACHE/sid-rootfs"; rm -rf "$CACHE/sid-rootfs"; fi
+# Built side by side: downloads and dpkg runs overlap (about 2 minutes in all).
+pids=()
+for name in "${!RECIPES[@]}"; do build_rootfs "$name" & pids+=($!); done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ $failed = 0 ] || { echo "prepare.sh: a root filesystem failed to build" >&2; exit 1; }
+
+mkdir -p "$TEST_ROOT"
+for name in "${!RECIPES[@]}"; do
+  root=$CACHE/rootfs/$name
+  # The agent passes absolute paths under the test root to haproxy; inside the
+  # chroot they must name the same files. (The tests hand Octavia's Python
+  # their scripts as text, so the checkout itself need not be visible there.)
+  bind_slave "$TEST_ROOT" "$root$TEST_ROOT"
+  bind_slave /dev "$root/dev"
+  mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
+  cat >"$CACHE/bin/haproxy-$name" <<WRAPPER
 #!/bin/sh
-# haproxy from Debian sid, run inside its cached root filesystem.
-exec chroot $ROOTFS /usr/sbin/haproxy "\$@"
+# haproxy from Debian $name, run inside its cached root filesystem.
+exec chroot $root /usr/sbin/haproxy "\$@"
 WRAPPER
-chmod 755 "$CACHE/bin/haproxy-sid"
+  chmod 755 "$CACHE/bin/haproxy-$name"
+  if [ -x "$root/usr/sbin/keepalived" ]; then
+    # keepalived enters the network namespaces named in its config through
+    # /run/netns: its own mount namespace (a slave: nothing goes back) sees
+    # the caller's /run/netns inside the root filesystem.
+    cat >"$CACHE/bin/keepalived-$name" <<WRAPPER
+#!/bin/sh
+# keepalived from Debian $name, run inside its cached root filesystem.
+exec unshare --mount --propagation slave sh -c 'mkdir -p /run/netns $root/run/netns && mount --rbind /run/netns $root/run/netns && exec chroot $root /usr/sbin/keepalived "\$@"' keepalived "\$@"
+WRAPPER
+    chmod 755 "$CACHE/bin/keepalived-$name"
+  fi
+  if [ -x "$root/usr/bin/python3" ] && [ -d "$root/usr/lib/python3/dist-packages/octavia" ]; then
+    cat >"$CACHE/bin/python3-$name" <<WRAPPER
+#!/bin/sh
+# python3 with Debian $name's python3-octavia, inside its cached root filesystem.
+exec chroot $root /usr/bin/python3 "\$@"
+WRAPPER
+    chmod 755 "$CACHE/bin/python3-$name"
+  fi
+done
 
-echo "prepare.sh: haproxy $(haproxy -v | head -1 | awk '{print $3}') and $("$CACHE/bin/haproxy-sid" -v | head -1 | awk '{print $3}') ready; test root $TEST_ROOT"
+version() { "$@" 2>&1 | head -1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -1; }
+octavia() { "$1" -c 'import importlib.metadata as m; print(m.version("octavia"))' 2>/dev/null; }
+echo "prepare.sh: haproxy $(version haproxy -v) / $(version "$CACHE/bin/haproxy-trixie" -v) / $(version "$CACHE/bin/haproxy-sid" -v) / $(version "$CACHE/bin/haproxy-experimental" -v);" \
+  "keepalived $(version keepalived -v) / $(version "$CACHE/bin/keepalived-trixie" -v);" \
+  "Octavia $(octavia /usr/bin/python3) / $(octavia "$CACHE/bin/python3-trixie") / $(octavia "$CACHE/bin/python3-sid"); test root $TEST_ROOT"
