@@ -71,3 +71,21 @@ export async function testDir(prefix: string): Promise<string> {
 export function octaviaPython(o: OctaviaUnderTest, script: string, args: string[] = []): [string, string[]] {
   return [o.python, ['-c', readFileSync(script, 'utf8'), ...args]];
 }
+
+export interface InteropPair {
+  haproxy: HaproxyUnderTest;
+  octavia: OctaviaUnderTest;
+}
+
+/**
+ * The controller lifecycles under load run once per haproxy, each with one
+ * Octavia release, so every haproxy and every release is met: each suite's
+ * own pair (bookworm, trixie, sid), and the newest haproxy with the oldest
+ * controller still in use.
+ */
+export const INTEROP_PAIRS: InteropPair[] = [
+  { haproxy: HAPROXIES[0]!, octavia: OCTAVIAS[0]! },
+  { haproxy: HAPROXIES[1]!, octavia: OCTAVIAS[1]! },
+  { haproxy: HAPROXIES[2]!, octavia: OCTAVIAS[2]! },
+  { haproxy: HAPROXIES[3]!, octavia: OCTAVIAS[0]! },
+];

@@ -8,7 +8,7 @@ import dgram from 'node:dgram';
 import { kill } from 'node:process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HAPROXIES, testDir } from '../helpers/haproxies.js';
+import { INTEROP_PAIRS, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
@@ -25,8 +25,8 @@ const POOL_KEY = `${POOL}:${LISTENER}`;
 const KEY = 'heartbeat-test-key';
 const INTERVAL_MS = 1000;
 
-HAPROXIES.forEach((h, i) => {
-  const t = suite(`heartbeats to Octavia's receiver (${h.label})`);
+INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
+  const t = suite(`heartbeats to Octavia's receiver (${release.label}, ${h.label})`);
   let net: TestNetwork;
   let agent: AgentUnderTest;
   let peer: OctaviaPeer;
@@ -42,7 +42,7 @@ HAPROXIES.forEach((h, i) => {
       new TestBackend('m1', net.hostIp, 18301).start(),
       new TestBackend('m2', net.hostIp, 18302).start(),
     ]);
-    receiver = new HeartbeatReceiver(25700 + i, KEY);
+    receiver = new HeartbeatReceiver(25700 + i, KEY, release);
     await receiver.waitReady();
     agent = await startAgent(h, dir, net.netns, 19743 + i, [
       `controller_ip_port_list = 127.0.0.1:${receiver.port}`, `heartbeat_interval = ${INTERVAL_MS / 1000}`, `heartbeat_key = ${KEY}`,

@@ -8,7 +8,7 @@ import { loud } from '../helpers/hooks.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HAPROXIES, testDir } from '../helpers/haproxies.js';
+import { INTEROP_PAIRS, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
@@ -24,8 +24,8 @@ const LISTENER = '6f0cd6c0-0000-4000-8000-0000000000bb';
 const POOL = '6f0cd6c0-0000-4000-8000-0000000000cc';
 const md5 = (s: string) => createHash('md5').update(s).digest('hex');
 
-HAPROXIES.forEach((h, i) => {
-  const t = suite(`Octavia controller client (${h.label})`);
+INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
+  const t = suite(`Octavia controller client (${release.label}, ${h.label})`);
   let net: TestNetwork;
   let agent: AgentUnderTest;
   let peer: OctaviaPeer;
@@ -52,7 +52,7 @@ HAPROXIES.forEach((h, i) => {
       new TestBackend('m2', net.hostIp, 18202).start(),
     ]);
     agent = await startAgent(h, dir, net.netns, 19443 + i);
-    peer = new OctaviaPeer();
+    peer = new OctaviaPeer(release);
     const setup = await peer.request('setup', {
       amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
       overrides: {
