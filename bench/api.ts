@@ -28,6 +28,7 @@ function configText(dir: string, port: number, serverPem: string, clientCa: stri
   return [
     '[DEFAULT]', 'debug = False', '[haproxy_amphora]', `base_path = ${join(dir, `lib-${port}`)}`,
     `base_cert_dir = ${join(dir, `lib-${port}`, 'certs')}`, 'bind_host = 127.0.0.1', `bind_port = ${port}`,
+    'tune_from_amphora_details = false', // this machine's memory is not an amphora's
     '[health_manager]', 'controller_ip_port_list =', 'heartbeat_interval = 3600',
     '[amphora_agent]', `agent_server_cert = ${serverPem}`, `agent_server_ca = ${clientCa}`, `amphora_id = ${AMPHORA}`,
     `agent_server_network_dir = ${join(dir, `interfaces-${port}`)}`, 'process_manager = direct', '',

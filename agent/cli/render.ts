@@ -14,13 +14,16 @@ import { haproxyCapabilities } from '../haproxy/capabilities.js';
 import { peerName } from '../haproxy/layout.js';
 import { certificateFiles } from '../loadbalancer/spec-store.js';
 import { run } from '../system/exec.js';
+import { readAmphoraFacts } from '../info/amphora-facts.js';
 import { runWithScratchNetns } from '../system/netns.js';
 import { ensureDir, removeTree, writeFileAtomic } from '../system/files.js';
 
 export const RENDER_USAGE = `  render SPEC.json [--haproxy PATH | --haproxy-version X.Y] [--config-file PATH]
               print the haproxy (and keepalived LVS) configs a load-balancer spec renders to
   check SPEC.json [--haproxy PATH] [--cert-dir DIR] [--config-file PATH]
-              render, then validate with the real haproxy / keepalived and print their verdict`;
+              render, then validate with the real haproxy / keepalived and print their verdict
+              (with --config-file and its tune_from_amphora_details, the default, haproxy is sized
+              from this machine's CPUs and memory as on an amphora; without, haproxy's defaults)`;
 
 interface Options {
   specFile: string;
@@ -90,17 +93,25 @@ async function renderTarget(opts: Options, haproxyCmd: string[]): Promise<Render
   }
 }
 
-async function settingsFor(opts: Options): Promise<{ settings: RenderSettings; haproxyCmd: string[] }> {
-  if (opts.configFile === null) return { settings: DEFAULT_RENDER_SETTINGS, haproxyCmd: opts.haproxy ?? ['haproxy'] };
+/** Settings, haproxy command and whether to size haproxy from this machine (only an amphora's config says so). */
+async function settingsFor(opts: Options): Promise<{ settings: RenderSettings; haproxyCmd: string[]; onAmphora: boolean }> {
+  if (opts.configFile === null) return { settings: DEFAULT_RENDER_SETTINGS, haproxyCmd: opts.haproxy ?? ['haproxy'], onAmphora: false };
   const config = (await ConfigStore.load(opts.configFile)).current;
-  return { settings: config.render, haproxyCmd: opts.haproxy ?? [config.haproxyAmphora.haproxyCmd] };
+  return {
+    settings: config.render, haproxyCmd: opts.haproxy ?? [config.haproxyAmphora.haproxyCmd],
+    onAmphora: config.haproxyAmphora.tuneFromAmphoraDetails,
+  };
+}
+
+async function withAmphoraFacts(target: RenderTarget, onAmphora: boolean): Promise<RenderTarget> {
+  return onAmphora ? { ...target, amphora: await readAmphoraFacts() } : target;
 }
 
 export async function renderCommand(args: string[]): Promise<number> {
   const opts = parseOptions('render', args);
   const spec = await loadSpec(opts.specFile);
-  const { settings, haproxyCmd } = await settingsFor(opts);
-  const out = renderLoadBalancer(spec, settings, await renderTarget(opts, haproxyCmd));
+  const { settings, haproxyCmd, onAmphora } = await settingsFor(opts);
+  const out = renderLoadBalancer(spec, settings, await withAmphoraFacts(await renderTarget(opts, haproxyCmd), onAmphora));
   if (out.haproxyConfig !== null) process.stdout.write(out.haproxyConfig);
   for (const lvs of out.lvsConfigs) process.stdout.write(`\n# ---- keepalived LVS config of listener ${lvs.listenerId} ----\n${lvs.content}`);
   return 0;
@@ -154,8 +165,8 @@ export async function checkSpec(spec: LoadBalancerSpec, settings: RenderSettings
 export async function checkCommand(args: string[]): Promise<number> {
   const opts = parseOptions('check', args);
   const spec = await loadSpec(opts.specFile);
-  const { settings, haproxyCmd } = await settingsFor(opts);
-  const target = await renderTarget(opts, haproxyCmd);
+  const { settings, haproxyCmd, onAmphora } = await settingsFor(opts);
+  const target = await withAmphoraFacts(await renderTarget(opts, haproxyCmd), onAmphora);
   const verdicts = await checkSpec(spec, settings, target, haproxyCmd, opts.certDir ?? join(settings.baseCertDir, spec.id));
   for (const v of verdicts) process.stdout.write(`${v.tool}: ${v.ok ? 'valid' : 'INVALID'}\n${indent(v.output)}`);
   return verdicts.every((v) => v.ok) ? 0 : 1;

@@ -8,6 +8,7 @@ import { buildEngine, packageVersion } from '../agent.js';
 import { createApp } from '../api/app.js';
 import { ApplyMetrics } from '../loadbalancer/metrics.js';
 import { LoadBalancerService } from '../loadbalancer/service.js';
+import { readAmphoraFacts } from '../info/amphora-facts.js';
 import { createMtlsServer } from '../api/tls-server.js';
 import { rootLogger } from '../log.js';
 import { run } from '../system/exec.js';
@@ -70,7 +71,10 @@ export async function serve(args: string[]): Promise<void> {
     engine,
     config: store,
     metrics,
-    loadBalancers: new LoadBalancerService({ engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }) }),
+    loadBalancers: new LoadBalancerService({
+      engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }),
+      ...(config.haproxyAmphora.tuneFromAmphoraDetails ? { amphora: await readAmphoraFacts() } : {}),
+    }),
     packageVersions: () => versions,
     reloadServerCertificate: () => reloadServerCertificate(),
   });

@@ -15,6 +15,12 @@ export interface AgentConfig {
     bindHost: string;
     bindPort: number;
     haproxyCmd: string;
+    /**
+     * Size haproxy from this amphora (nbthread/cpu-map, tune.ssl.cachesize),
+     * as Octavia 19's controller does from /1.0/details. Off for test hosts,
+     * where free memory is a shared machine's, not an amphora's.
+     */
+    tuneFromAmphoraDetails: boolean;
   };
   healthManager: {
     controllerIpPortList: string[];
@@ -120,6 +126,7 @@ export function parseAgentConfig(text: string): AgentConfig {
       bindHost: str(ha, 'bind_host', '::'),
       bindPort: int(ha, 'haproxy_amphora', 'bind_port', 9443, 1, 65535),
       haproxyCmd: str(ha, 'haproxy_cmd', '/usr/sbin/haproxy'),
+      tuneFromAmphoraDetails: bool(ha, 'haproxy_amphora', 'tune_from_amphora_details', true),
     },
     healthManager: {
       controllerIpPortList: str(hm, 'controller_ip_port_list', '').split(',').map((s) => s.trim()).filter(Boolean),

@@ -61,6 +61,9 @@ export async function ensureDevSetup(dirArg: string, runsAsRoot: boolean): Promi
       'bind_host = 127.0.0.1',
       'bind_port = 9443',
       'haproxy_cmd = haproxy',
+      // A workstation's memory is not an amphora's: sized from it, a TLS
+      // listener's session cache would take gigabytes.
+      'tune_from_amphora_details = false',
       '',
       '[health_manager]',
       'controller_ip_port_list =',

@@ -2,9 +2,10 @@
 // reports them (the controller sizes tune.ssl.cachesize from memory and picks
 // nbthread/cpu-map from cpu_count and the tuned profile). Values come straight
 // from /proc and statfs so their meaning matches Octavia's exactly.
-import { readFile, statfs } from 'node:fs/promises';
+import { statfs } from 'node:fs/promises';
 import { cpus, hostname } from 'node:os';
 import { run } from '../system/exec.js';
+import { meminfo, procFile } from './amphora-facts.js';
 
 export interface DetailsInput {
   haproxyVersion: string;
@@ -14,19 +15,6 @@ export interface DetailsInput {
   haproxyCount: number;
   listeners: string[];
   lvsListenerProcessCount: number;
-}
-
-async function procFile(path: string): Promise<string> {
-  return readFile(path, 'utf8').catch(() => '');
-}
-
-function meminfo(text: string): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const line of text.split('\n')) {
-    const m = /^(\w+\(?\w*\)?):\s+(\d+)/.exec(line);
-    if (m) out[m[1]!] = Number(m[2]);
-  }
-  return out;
 }
 
 /** tx/rx byte counters of the eth* links in the amphora namespace. */

@@ -10,7 +10,7 @@ import type { ConfigStore } from '../config/store.js';
 import type { ChangeReport, HaproxyEngine } from '../haproxy/engine.js';
 import { KeyedLock } from '../haproxy/keyed-lock.js';
 import { renderLoadBalancer } from '../render/render.js';
-import type { RenderedLoadBalancer } from '../render/settings.js';
+import type { AmphoraFacts, RenderedLoadBalancer } from '../render/settings.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
 import { validateSpec } from '../spec/validate.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
@@ -71,7 +71,15 @@ export class LoadBalancerService {
   /** The stored specs, read once: only this service writes them, under its lock. */
   private readonly specs = new Map<string, StoredSpec | null>();
 
-  constructor(private readonly deps: { engine: HaproxyEngine; config: ConfigStore; metrics: ApplyMetrics; log: Logger }) {}
+  /**
+   * `amphora`: the facts haproxy is sized from (RenderTarget.amphora), read
+   * once when the agent starts: a config that moved with free memory would
+   * differ between two PUTs of the same spec, and every member change would
+   * become a reload.
+   */
+  constructor(private readonly deps: {
+    engine: HaproxyEngine; config: ConfigStore; metrics: ApplyMetrics; log: Logger; amphora?: AmphoraFacts;
+  }) {}
 
   private certDir(lbId: string): string {
     return join(this.deps.config.current.haproxyAmphora.baseCertDir, lbId);
@@ -118,7 +126,9 @@ export class LoadBalancerService {
   /** Everything decided before haproxy or keepalived is touched. */
   private async prepare(spec: LoadBalancerSpec, current: StoredSpec | null): Promise<Prepared> {
     const caps = await this.deps.engine.capabilities();
-    const rendered = renderLoadBalancer(spec, this.deps.config.current.render, { initStateAtStartup: caps.initStateAppliedAtStartup });
+    const rendered = renderLoadBalancer(spec, this.deps.config.current.render, {
+      initStateAtStartup: caps.initStateAppliedAtStartup, ...(this.deps.amphora ? { amphora: this.deps.amphora } : {}),
+    });
     const certificates = await this.certificateFingerprints(spec);
     const lvsBefore = current ? lvsListeners(current.spec) : [];
     const lvsNow = rendered.lvsConfigs.map((c) => c.listenerId);

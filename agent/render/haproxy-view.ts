@@ -8,7 +8,8 @@ import {
   LVS_PROTOCOLS, type HealthMonitorSpec, type L7PolicySpec, type L7RuleSpec, type ListenerSpec,
   type LoadBalancerSpec, type MemberSpec, type PoolSpec,
 } from '../spec/types.js';
-import type { RenderSettings, RenderTarget } from './settings.js';
+import type { AmphoraFacts, RenderSettings, RenderTarget } from './settings.js';
+import { splitCiphers, versionsUse } from '../spec/ciphers.js';
 import { defaultPoolOf, poolsById } from '../spec/pools.js';
 
 /** haproxy's ceiling for a global maxconn, and Octavia's. */
@@ -75,9 +76,12 @@ export interface PoolView {
     crl: string;
     verify: string;
     ciphers: string;
+    ciphersuites: string;
     disabledVersions: string[];
     alpn: string;
   } | null;
+  /** `check-alpn` word for the health checks of a TLS pool with ALPN, or ''. */
+  checkAlpn: string;
   initState: boolean;
   headers: { name: string; value: string }[];
   fullconn: number;
@@ -126,6 +130,10 @@ export interface HaproxyView {
   statsSocket: string;
   stateFile: string;
   maxconn: number;
+  /** tune.ssl.cachesize, or null for haproxy's default. */
+  sslCacheSize: number | null;
+  /** nbthread (and cpu-map of threads 1..n to CPUs 1..n), or null for haproxy's default. */
+  threads: number | null;
   externalCheck: boolean;
   connectionLogging: boolean;
   peers: { name: string; members: { name: string; address: string }[] } | null;
@@ -223,13 +231,18 @@ export class ViewBuilder {
     // Disabled listeners take no connections, so they do not count (Octavia >= 13).
     const sum = listeners.reduce((n, l) => n + this.connectionLimit(l), 0);
     const externalCheck = listeners.some((l) => this.listenerPools(l).some((p) => monitorOf(p)?.type === 'PING'));
+    const maxconn = sum > 0 && sum < MAX_MAXCONN ? sum : MAX_MAXCONN;
+    const facts = this.target.amphora;
     return {
       lbId: spec.id,
       userLogFacility: this.settings.userLogFacility,
       administrativeLogFacility: this.settings.administrativeLogFacility,
       statsSocket: join(this.settings.basePath, `${spec.id}.sock`),
       stateFile: join(this.settings.basePath, spec.id, 'servers-state'),
-      maxconn: sum > 0 && sum < MAX_MAXCONN ? sum : MAX_MAXCONN,
+      maxconn,
+      // Any TERMINATED_HTTPS listener, disabled ones too (as Octavia 19).
+      sslCacheSize: facts && this.haproxyListeners().some((l) => l.protocol === 'TERMINATED_HTTPS') ? sslCacheSize(facts, maxconn) : null,
+      threads: facts ? haproxyThreads(facts) : null,
       externalCheck,
       connectionLogging: this.settings.connectionLogging,
       peers: spec.topology === 'ACTIVE_STANDBY'
@@ -285,7 +298,9 @@ export class ViewBuilder {
       opts.push(`ca-file ${this.certPath(l.client_ca_tls_container_ref)} verify ${CLIENT_AUTH[l.client_authentication]}`);
       if (l.client_crl_container_ref !== undefined) opts.push(`crl-file ${this.certPath(l.client_crl_container_ref)}`);
     }
-    if (l.tls_ciphers !== undefined) opts.push(`ciphers ${l.tls_ciphers}`);
+    const ciphers = cipherWords(l.tls_ciphers, l.tls_versions);
+    if (ciphers.ciphers) opts.push(`ciphers ${ciphers.ciphers}`);
+    if (ciphers.ciphersuites) opts.push(`ciphersuites ${ciphers.ciphersuites}`);
     opts.push(...disabledVersions(l.tls_versions));
     if (l.alpn_protocols !== undefined) opts.push(`alpn ${l.alpn_protocols.join(',')}`);
     return opts.join(' ');
@@ -346,11 +361,13 @@ export class ViewBuilder {
           crl: p.crl_container_ref !== undefined ? this.certPath(p.crl_container_ref) : '',
           // Without a CA nothing can be verified; with one, haproxy's default is "required".
           verify: p.ca_tls_container_ref === undefined ? 'none' : p.crl_container_ref !== undefined ? 'required' : '',
-          ciphers: p.tls_ciphers ?? '',
+          ...cipherWords(p.tls_ciphers, p.tls_versions),
           disabledVersions: disabledVersions(p.tls_versions),
           alpn: p.alpn_protocols?.join(',') ?? '',
         }
         : null,
+      // The checks negotiate what the traffic does (Octavia >= 16).
+      checkAlpn: monitor !== null && p.tls_enabled && p.alpn_protocols !== undefined ? p.alpn_protocols.join(',') : '',
       initState: monitor !== null && this.target.initStateAtStartup,
       headers: this.headers(l, p),
       fullconn: this.connectionLimit(l),
@@ -407,6 +424,39 @@ function memberView(m: MemberSpec): MemberView {
     ...(m.monitor_address !== undefined ? { monitorAddress: haproxyAddress(m.monitor_address) } : {}),
     ...(m.monitor_port !== undefined ? { monitorPort: m.monitor_port } : {}),
   };
+}
+
+/**
+ * tls_ciphers as haproxy's `ciphers` and `ciphersuites` words; a list the
+ * allowed versions never use is left out (Octavia 19), and each keeps the
+ * spec's order, which is the server's preference (Octavia 19 sorts them).
+ */
+function cipherWords(list: string | undefined, versions: string[] | undefined): { ciphers: string; ciphersuites: string } {
+  if (list === undefined) return { ciphers: '', ciphersuites: '' };
+  const { legacy, tls13 } = splitCiphers(list);
+  const use = versionsUse(versions);
+  return { ciphers: use.legacy ? legacy.join(':') : '', ciphersuites: use.tls13 ? tls13.join(':') : '' };
+}
+
+/**
+ * Octavia 19's SSL session cache: 2/5 of the memory left after 32 kB per
+ * connection (two sockets' buffers), at about 250 bytes per entry; below
+ * haproxy's own default (20000 entries, 5000 kB) it keeps the default. 19
+ * took 2/5 instead of 16's 1/2 because a reload briefly runs the old and the
+ * new process, each with its cache, and the amphora ran out of memory (LP #2119987).
+ */
+export function sslCacheSize(facts: AmphoraFacts, maxconn: number): number | null {
+  const { free, buffers, cached } = facts.memoryKb;
+  const cacheKb = Math.floor(((free + buffers + cached - 32 * maxconn) * 2) / 5);
+  return cacheKb > 5000 ? cacheKb * 4 : null;
+}
+
+/**
+ * Octavia 19's CPU pinning under the amphora TuneD profile: one thread per
+ * CPU but the first (which the profile leaves to the kernel and the agent).
+ */
+export function haproxyThreads(facts: AmphoraFacts): number | null {
+  return facts.tunedProfiles.includes('amphora') && facts.cpuCount > 1 ? facts.cpuCount - 1 : null;
 }
 
 function disabledVersions(versions: string[] | undefined): string[] {

@@ -38,9 +38,25 @@ export const DEFAULT_RENDER_SETTINGS: RenderSettings = {
   networkNamespace: 'amphora-haproxy',
 };
 
+/**
+ * What the amphora itself has, as Octavia 19's controller reads it from the
+ * agent's /1.0/details (cpu_count, memory, active_tuned_profiles) to size
+ * haproxy. Gathered by the caller (agent/info/amphora-facts.ts), so rendering
+ * stays pure.
+ */
+export interface AmphoraFacts {
+  cpuCount: number;
+  /** Active TuneD profiles; CPU pinning only under the "amphora" profile. */
+  tunedProfiles: string[];
+  /** /proc/meminfo MemFree, Buffers and Cached, in kB. */
+  memoryKb: { free: number; buffers: number; cached: number };
+}
+
 export interface RenderTarget {
   /** The binary applies `init-state fully-down` at startup (capability probe). */
   initStateAtStartup: boolean;
+  /** Without them (a render elsewhere than on the amphora), haproxy keeps its defaults. */
+  amphora?: AmphoraFacts;
 }
 
 export interface RenderedFile {

@@ -9,6 +9,7 @@ import addFormats from 'ajv-formats';
 import { LOAD_BALANCER_SCHEMA } from './schema.js';
 import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from './types.js';
 import { prefixLength } from './netmask.js';
+import { splitCiphers, TLS13_CIPHERSUITES, versionsUse } from './ciphers.js';
 
 export class SpecError extends Error {
   constructor(readonly problems: string[]) {
@@ -244,20 +245,33 @@ function validRegex(value: string): boolean {
   }
 }
 
-/**
- * OpenSSL refuses a cipher list in which no cipher is known, and haproxy the
- * config. TLS 1.3 suite names (TLS_*) do not count: haproxy passes `ciphers`
- * to SSL_CTX_set_cipher_list, which knows only TLS <= 1.2 ciphers, while
- * Node would route them to the TLS 1.3 list.
- */
+/** OpenSSL refuses a cipher list in which no cipher is known, and haproxy the config. */
 function knownCiphers(ciphers: string): boolean {
-  const legacy = ciphers.split(':').filter((c) => !/^TLS_/.test(c)).join(':');
-  if (legacy === '') return false;
   try {
-    createSecureContext({ ciphers: legacy });
+    createSecureContext({ ciphers });
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * tls_ciphers: TLS 1.3 names must be suites OpenSSL has, the rest a list
+ * OpenSSL accepts, and some of it must apply to the allowed versions:
+ * otherwise haproxy would silently fall back to every default cipher.
+ */
+function cipherProblems(list: string, versions: string[] | undefined, path: string, problem: Report): void {
+  const { legacy, tls13 } = splitCiphers(list);
+  const unknownSuite = legacy.find((c) => c.startsWith('TLS_'));
+  const use = versionsUse(versions);
+  if (unknownSuite !== undefined) {
+    problem(path, `${unknownSuite} is not a TLS 1.3 ciphersuite OpenSSL knows (${TLS13_CIPHERSUITES.join(', ')})`);
+  } else if (legacy.length > 0 && !knownCiphers(legacy.join(':'))) {
+    problem(path, 'names no cipher OpenSSL knows');
+  } else if (!(use.legacy && legacy.length > 0) && !(use.tls13 && tls13.length > 0)) {
+    problem(path, tls13.length > 0
+      ? 'names only TLS 1.3 ciphersuites, and tls_versions leaves out TLSv1.3'
+      : 'names no TLS 1.3 ciphersuite, and tls_versions allows only TLSv1.3');
   }
 }
 
@@ -291,7 +305,7 @@ function listenerProblems(l: ListenerSpec, path: string, problem: Report): void 
     problem(`${path}.sni_container_refs`, 'needs default_tls_container_ref');
   }
   tlsVersionProblems(l.tls_versions, `${path}.tls_versions`, problem);
-  if (l.tls_ciphers !== undefined && !knownCiphers(l.tls_ciphers)) problem(`${path}.tls_ciphers`, 'names no cipher OpenSSL knows');
+  if (l.tls_ciphers !== undefined) cipherProblems(l.tls_ciphers, l.tls_versions, `${path}.tls_ciphers`, problem);
   (l.allowed_cidrs ?? []).forEach((c, i) => cidrProblem(c) && problem(`${path}.allowed_cidrs[${i}]`, `"${c}" is not an IPv4 or IPv6 CIDR`));
   if (l.client_ca_tls_container_ref === undefined) {
     if (l.client_authentication !== 'NONE') problem(`${path}.client_authentication`, `${l.client_authentication} needs client_ca_tls_container_ref`);
@@ -320,7 +334,7 @@ function poolProblems(pool: PoolSpec, path: string, problem: Report): void {
     if (!pool.tls_enabled && pool[field] !== undefined) problem(`${path}.${field}`, 'needs tls_enabled: true');
   }
   tlsVersionProblems(pool.tls_versions, `${path}.tls_versions`, problem);
-  if (pool.tls_ciphers !== undefined && !knownCiphers(pool.tls_ciphers)) problem(`${path}.tls_ciphers`, 'names no cipher OpenSSL knows');
+  if (pool.tls_ciphers !== undefined) cipherProblems(pool.tls_ciphers, pool.tls_versions, `${path}.tls_ciphers`, problem);
   if (pool.tls_enabled && lvs) problem(`${path}.tls_enabled`, `is not allowed on a ${pool.protocol} pool`);
   if (pool.crl_container_ref !== undefined && pool.ca_tls_container_ref === undefined) {
     problem(`${path}.crl_container_ref`, 'needs ca_tls_container_ref');

@@ -46,6 +46,8 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
   writeFileSync(configFile, [
     '[haproxy_amphora]', `base_path = ${basePath}`, `base_cert_dir = ${certDir}`,
     'bind_host = 127.0.0.1', `bind_port = ${port}`, `haproxy_cmd = ${h.command.join(' ')}`,
+    // This shared machine's free memory would give a TLS listener a session cache of gigabytes.
+    'tune_from_amphora_details = false',
     '[health_manager]', ...healthManager,
     '[amphora_agent]', `agent_server_cert = ${server.pem}`, `agent_server_ca = ${clientCa.cert}`,
     `amphora_id = ${amphoraId}`, 'process_manager = direct', `network_namespace = ${netns}`,

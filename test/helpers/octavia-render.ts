@@ -5,7 +5,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { RenderSettings } from '../../agent/render/settings.js';
+import type { AmphoraFacts, RenderSettings } from '../../agent/render/settings.js';
 import type { LoadBalancerSpec } from '../../agent/spec/types.js';
 import { OCTAVIAS, octaviaPython, type OctaviaUnderTest } from './haproxies.js';
 
@@ -48,6 +48,22 @@ export function octaviaSettings(s: RenderSettings): OctaviaSettings {
     haproxy_stick_size: s.stickSize,
     user_log_facility: s.userLogFacility,
     administrative_log_facility: s.administrativeLogFacility,
+  };
+}
+
+/** The part of /1.0/details that Octavia's templater reads (agent/info/details.ts writes the whole document). */
+export interface OctaviaAmpDetails {
+  cpu_count: number;
+  memory: { free: number; buffers: number; cached: number };
+  active_tuned_profiles: string;
+}
+
+/** Our amphora facts as the details document Octavia would have fetched. */
+export function octaviaAmpDetails(f: AmphoraFacts): OctaviaAmpDetails {
+  return {
+    cpu_count: f.cpuCount,
+    memory: { free: f.memoryKb.free, buffers: f.memoryKb.buffers, cached: f.memoryKb.cached },
+    active_tuned_profiles: f.tunedProfiles.join(' '),
   };
 }
 
@@ -123,9 +139,13 @@ export class OctaviaRenderer {
     return this.request('ping', {}) as Promise<Record<string, string>>;
   }
 
-  /** Render a validated spec (defaults filled in) with Octavia, for haproxy `haproxyVersion` ("2.6"). */
-  render(spec: LoadBalancerSpec, haproxyVersion: string, settings: OctaviaSettings): Promise<OctaviaRendered> {
-    return this.request('render', { spec, haproxy_version: haproxyVersion, settings }) as Promise<OctaviaRendered>;
+  /**
+   * Render a validated spec (defaults filled in) with Octavia, for haproxy `haproxyVersion` ("2.6").
+   * `ampDetails`: the amphora's /1.0/details as 16's and 19's driver hands it to build_config (11 takes none).
+   */
+  render(spec: LoadBalancerSpec, haproxyVersion: string, settings: OctaviaSettings,
+    ampDetails: OctaviaAmpDetails | null = null): Promise<OctaviaRendered> {
+    return this.request('render', { spec, haproxy_version: haproxyVersion, settings, amp_details: ampDetails }) as Promise<OctaviaRendered>;
   }
 
   /** Time `iterations` build_config calls on models built once; `warmup` untimed calls go first. */

@@ -1,11 +1,14 @@
-"""Octavia's own renderer (python3-octavia 11) for parity tests of our haproxy/keepalived renderer.
+"""Octavia's own renderer (python3-octavia 11, 16 or 19) for parity tests of our haproxy/keepalived renderer.
 
-Run with Debian's /usr/bin/python3 (a pyenv python cannot import the Debian octavia package).
+Run with the release's Debian python3 (octaviaPython() in test/helpers/haproxies.ts; a pyenv python cannot
+import the Debian octavia package). The script runs unchanged on 11, 16 and 19: where their templaters
+differ (see "Releases" below) it asks the installed code what it takes.
 Long-running, JSON lines: one request per stdin line, one answer per stdout line, in order.
 
   {"op": "ping"}
       -> {"ok": true, "result": {"octavia": "11.0.0", "jinja2": "3.1.2"}}
-  {"op": "render", "args": {"spec": SPEC, "haproxy_version": "2.6", "settings": SETTINGS}}
+  {"op": "render", "args": {"spec": SPEC, "haproxy_version": "2.6", "settings": SETTINGS,
+                            "amp_details": DETAILS | null}}
       -> {"ok": true, "result": {"haproxy": "<haproxy.cfg text>" | null,
                                  "lvs": {"<listener id>": "<keepalived config>", ...},
                                  "warnings": ["<Octavia log warning>", ...]}}
@@ -19,8 +22,23 @@ SETTINGS are CONF overrides, snake_case as in Octavia: base_path, base_cert_dir,
 timeout_tcp_inspect, default_connection_limit, haproxy_stick_size [haproxy_amphora];
 user_log_facility, administrative_log_facility [amphora_agent]; default_listener_ciphers,
 default_listener_tls_versions, default_listener_alpn_protocols, default_pool_ciphers,
-default_pool_tls_versions, default_pool_alpn_protocols [api_settings]). A setting left out is reset to
-Octavia's default for each request, so requests do not leak into each other.
+default_pool_tls_versions, default_pool_alpn_protocols, tls1_3_supported_ciphers (19) [api_settings]).
+A setting left out is reset to Octavia's default for each request, so requests do not leak into each other.
+DETAILS is the amphora's /1.0/details document (cpu_count, memory {free, buffers, cached} in kB,
+active_tuned_profiles), which the 16/19 driver fetches and hands to build_config; null stands for an
+amphora whose details the controller could not read (the templater then leaves the tuning out).
+
+Releases
+--------
+* 11: build_config(host_amphora, listeners, tls_certs, haproxy_versions); no HSTS fields on Listener.
+* 16: build_config(..., haproxy_versions, amp_details) (nbthread/cpu-map, tune.ssl.cachesize);
+  Listener has hsts_max_age, hsts_include_subdomains, hsts_preload.
+* 19: as 16, and the templater splits tls_ciphers into TLS 1.3 ciphersuites (the names in
+  [api_settings] tls1_3_supported_ciphers) and the rest. Its split deletes a key it never set when
+  tls_versions is set and tls_ciphers is None (a KeyError); Octavia's API always stores a cipher list for
+  TLS objects, so None never reaches it there. A spec without tls_ciphers means "haproxy's defaults", so
+  19 gets ':' instead: it passes Octavia's cipher check and splits into two empty lists, which the
+  template leaves out, as it would None.
 
 What this maps, and why
 -----------------------
@@ -67,13 +85,14 @@ the same graph from the spec, so both renderers see one load balancer:
 
 Rendering: JinjaTemplater(base_path, base_cert_dir, haproxy_template, connection_logging)
 .build_config(host_amphora, <every non-UDP/SCTP listener, disabled ones included>, tls_certs,
-haproxy_version.split('.')[:2]); "haproxy" is null when the LB has no such listener. Each UDP/SCTP
+haproxy_version.split('.')[:2][, amp_details on 16 and 19]); "haproxy" is null when the LB has no such listener. Each UDP/SCTP
 listener is rendered with LvsJinjaTemplater().build_config(listener), as the driver does.
 Nothing is sorted: Octavia's expected-codes order depends on PYTHONHASHSEED, so compare those as sets.
 
 Only test code: it imports Octavia and copies nothing from it.
 """
 import importlib.metadata
+import inspect
 import json
 import logging
 import os
@@ -118,7 +137,14 @@ SETTINGS = {
     'default_pool_ciphers': 'api_settings',
     'default_pool_tls_versions': 'api_settings',
     'default_pool_alpn_protocols': 'api_settings',
+    'tls1_3_supported_ciphers': 'api_settings',
 }
+
+# What this release's code takes (see "Releases").
+LISTENER_HAS_HSTS = 'hsts_max_age' in inspect.signature(dm.Listener.__init__).parameters
+TAKES_AMP_DETAILS = 'amp_details' in inspect.signature(jinja_cfg.JinjaTemplater.build_config).parameters
+SPLITS_TLS13_CIPHERS = hasattr(CONF.api_settings, 'tls1_3_supported_ciphers')
+NO_CIPHERS = ':' if SPLITS_TLS13_CIPHERS else None
 
 
 
@@ -142,6 +168,10 @@ def apply_settings(settings):
     if unknown:
         raise ValueError('unknown settings: %s' % ', '.join(unknown))
     for name, group in SETTINGS.items():
+        if not hasattr(getattr(CONF, group), name):
+            if name in settings:
+                raise ValueError('this Octavia has no [%s] %s' % (group, name))
+            continue
         if name in settings:
             CONF.set_override(name, settings[name], group=group)
         else:
@@ -212,7 +242,8 @@ class Builder:
             tls_certificate_id=p.get('tls_container_ref'),
             ca_tls_certificate_id=p.get('ca_tls_container_ref'),
             crl_container_id=p.get('crl_container_ref'),
-            tls_ciphers=p.get('tls_ciphers'), tls_versions=copy_list(p.get('tls_versions')),
+            tls_ciphers=p.get('tls_ciphers', NO_CIPHERS if tls_enabled else None),
+            tls_versions=copy_list(p.get('tls_versions')),
             alpn_protocols=copy_list(p.get('alpn_protocols')))
         for m in p.get('members', []):
             pool.members.append(dm.Member(
@@ -262,7 +293,14 @@ class Builder:
             default_pool = self.pools[l['default_pool']['id']]
         elif l.get('default_pool_id') is not None:
             default_pool = self.pools[l['default_pool_id']]
+        hsts = {}
+        if LISTENER_HAS_HSTS:
+            hsts = {'hsts_max_age': l.get('hsts_max_age'),
+                    'hsts_include_subdomains': l.get('hsts_include_subdomains', False),
+                    'hsts_preload': l.get('hsts_preload', False)}
+        tls = l['protocol'] in ('TERMINATED_HTTPS', 'PROMETHEUS')
         listener = dm.Listener(
+            **hsts,
             id=l['id'], project_id=self.project_id, name=l.get('name'),
             description=l.get('description'),
             default_pool_id=default_pool.id if default_pool else None,
@@ -285,7 +323,8 @@ class Builder:
             client_crl_container_id=l.get('client_crl_container_ref'),
             allowed_cidrs=[dm.ListenerCidr(listener_id=l['id'], cidr=c)
                            for c in l.get('allowed_cidrs', [])],
-            tls_ciphers=l.get('tls_ciphers'), tls_versions=copy_list(l.get('tls_versions')),
+            tls_ciphers=l.get('tls_ciphers', NO_CIPHERS if tls else None),
+            tls_versions=copy_list(l.get('tls_versions')),
             alpn_protocols=copy_list(l.get('alpn_protocols')))
 
         for p in l.get('l7policies', []):
@@ -379,6 +418,7 @@ class Prepared:
         self.haproxy_listeners = [l for l in self.lb.listeners if l.protocol not in LVS_PROTOCOLS]
         self.lvs_listeners = [l for l in self.lb.listeners if l.protocol in LVS_PROTOCOLS]
         self.tls_certs = tls_certs_for(self.lb, self.haproxy_listeners)
+        self.amp_details = args.get('amp_details')
         hc = CONF.haproxy_amphora
         self.templater = jinja_cfg.JinjaTemplater(
             base_amp_path=hc.base_path, base_crt_dir=hc.base_cert_dir,
@@ -387,8 +427,9 @@ class Prepared:
     def haproxy(self):
         if not self.haproxy_listeners:
             return None
+        extra = {'amp_details': self.amp_details} if TAKES_AMP_DETAILS else {}
         return self.templater.build_config(self.host_amphora, self.haproxy_listeners,
-                                           self.tls_certs, self.versions)
+                                           self.tls_certs, self.versions, **extra)
 
     def lvs(self):
         templater = lvs_jinja_cfg.LvsJinjaTemplater(base_amp_path=CONF.haproxy_amphora.base_path)
