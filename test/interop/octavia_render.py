@@ -67,13 +67,15 @@ the same graph from the spec, so both renderers see one load balancer:
 
 Rendering: JinjaTemplater(base_path, base_cert_dir, haproxy_template, connection_logging)
 .build_config(host_amphora, <every non-UDP/SCTP listener, disabled ones included>, tls_certs,
-haproxy_version.split('.')[:2]); "haproxy" is null when the LB has no such listener. Each UDP/SCTP
+haproxy_version.split('.')[:2]) (Octavia 12+ also take amp_details, the amphora's GET /details:
+passed as None, which they read as "no TuneD profile, unknown memory"); "haproxy" is null when the LB has no such listener. Each UDP/SCTP
 listener is rendered with LvsJinjaTemplater().build_config(listener), as the driver does.
 Nothing is sorted: Octavia's expected-codes order depends on PYTHONHASHSEED, so compare those as sets.
 
 Only test code: it imports Octavia and copies nothing from it.
 """
 import importlib.metadata
+import inspect
 import json
 import logging
 import os
@@ -367,6 +369,12 @@ def tls_certs_for(lb, listeners):
     return certs
 
 
+def amp_details_arg(templater):
+    """build_config's amp_details (Octavia 12+; absent in 11): None, as for an amphora that has none."""
+    params = inspect.signature(templater.build_config).parameters
+    return {'amp_details': None} if 'amp_details' in params else {}
+
+
 class Prepared:
     """Models and templater for one request, built once (bench times build_config alone)."""
 
@@ -388,7 +396,7 @@ class Prepared:
         if not self.haproxy_listeners:
             return None
         return self.templater.build_config(self.host_amphora, self.haproxy_listeners,
-                                           self.tls_certs, self.versions)
+                                           self.tls_certs, self.versions, **amp_details_arg(self.templater))
 
     def lvs(self):
         templater = lvs_jinja_cfg.LvsJinjaTemplater(base_amp_path=CONF.haproxy_amphora.base_path)
