@@ -288,7 +288,7 @@ class Builder:
             allowed_cidrs=[dm.ListenerCidr(listener_id=l['id'], cidr=c)
                            for c in l.get('allowed_cidrs', [])],
             tls_ciphers=l.get('tls_ciphers'), tls_versions=copy_list(l.get('tls_versions')),
-            alpn_protocols=copy_list(l.get('alpn_protocols')))
+            alpn_protocols=copy_list(l.get('alpn_protocols')), **hsts_args(l))
 
         for p in l.get('l7policies', []):
             policy = self.policy(p, listener)
@@ -367,6 +367,15 @@ def tls_certs_for(lb, listeners):
                 entry['crl'] = os.path.join(cert_dir, pool.crl_container_id)
             certs[pool.id] = entry
     return certs
+
+
+def hsts_args(listener):
+    """The listener's HSTS fields, for the releases whose Listener model has them (12+; not 11)."""
+    if 'hsts_max_age' not in inspect.signature(dm.Listener.__init__).parameters:
+        return {}
+    return {'hsts_max_age': listener.get('hsts_max_age'),
+            'hsts_include_subdomains': listener.get('hsts_include_subdomains', False),
+            'hsts_preload': listener.get('hsts_preload', False)}
 
 
 def amp_details_arg(templater):
