@@ -21,6 +21,12 @@ export interface HaproxyCapabilities {
   initStateAccepted: boolean;
   /** A static server with `init-state fully-down` really starts DOWN. */
   initStateAppliedAtStartup: boolean;
+  /**
+   * `option httpchk` takes headers hidden in its version word (Octavia 11-16's
+   * `HTTP/1.1\r\nHost:\ name`); haproxy 2.7+ refuses it and the agent
+   * translates such lines (legacy-httpchk.ts).
+   */
+  legacyHttpchkAccepted: boolean;
   /** Commands the master CLI offers (e.g. "reload", "show startup-logs"). */
   masterCommands: string[];
   /** Commands the worker's runtime API offers (e.g. "add server", "del server"). */
@@ -53,6 +59,7 @@ export async function probeHaproxy(command: string[], workDir: string): Promise<
   const dir = await mkdtemp(join(workDir, 'probe-'));
   try {
     const initStateAccepted = await acceptsInitState(command, dir);
+    const legacyHttpchkAccepted = await acceptsLegacyHttpchk(command, dir);
     const live = await probeLive(command, dir, initStateAccepted);
     return {
       command,
@@ -60,6 +67,7 @@ export async function probeHaproxy(command: string[], workDir: string): Promise<
       major: Number(m[1]),
       minor: Number(m[2]),
       initStateAccepted,
+      legacyHttpchkAccepted,
       ...live,
     };
   } finally {
@@ -87,6 +95,14 @@ async function acceptsInitState(command: string[], dir: string): Promise<boolean
   const cfg = join(dir, 'syntax.cfg');
   await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  server s 127.0.0.1:1 check init-state fully-down\n`);
   // Exit 2 means "valid, but no listener": the keyword was accepted.
+  const { exitCode } = await run([...command, '-c', '-q', '-f', cfg]);
+  return exitCode === 0 || exitCode === 2;
+}
+
+async function acceptsLegacyHttpchk(command: string[], dir: string): Promise<boolean> {
+  const cfg = join(dir, 'httpchk.cfg');
+  // The backslashes reach haproxy as written: it resolves \r\n itself, as in Octavia's configs.
+  await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  mode http\n  option httpchk GET / HTTP/1.1\\r\\nHost:\\ probe\n  server s 127.0.0.1:1 check\n`);
   const { exitCode } = await run([...command, '-c', '-q', '-f', cfg]);
   return exitCode === 0 || exitCode === 2;
 }

@@ -19,6 +19,7 @@ import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js
 import { readConfig } from './config-reader.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
+import { translateLegacyHttpchk } from './legacy-httpchk.js';
 import { loadBalancerFiles, peerName as peerNameOf, statsSocket, type LoadBalancerFiles } from './layout.js';
 import { parseShowStat, withPendingDown, type StatRow } from '../health/message.js';
 import { statsSocketQuery } from '../health/sender.js';
@@ -113,14 +114,28 @@ export class HaproxyEngine {
     const files = this.files(lbId);
     await ensureDir(files.dir, 0o755);
     await writeFileAtomic(files.candidate, text, 0o600);
+    // haproxy judges what it would load; the candidate keeps the text as sent.
+    const runnable = await this.runnable(text);
+    if (runnable !== text) await writeFileAtomic(files.candidateLive, runnable, 0o600);
     const res = await run([
       ...this.opts.haproxyCommand, '-c', '-L', peerNameOf(amphoraId),
-      '-f', files.candidate, '-f', this.opts.userGroupFile,
+      '-f', runnable !== text ? files.candidateLive : files.candidate, '-f', this.opts.userGroupFile,
     ]);
+    if (runnable !== text) await removeFile(files.candidateLive);
     if (res.exitCode !== 0) {
       await renameDurable(files.candidate, files.rejected);
       throw new InvalidConfigError(res.output.trim());
     }
+  }
+
+  /**
+   * A config as this haproxy binary can load it: the accepted text, with the
+   * `option httpchk` form older controllers render translated when the
+   * binary refuses it. The accepted text itself is what GET returns (the
+   * controller compares its md5).
+   */
+  private async runnable(text: string): Promise<string> {
+    return (await this.capabilities()).legacyHttpchkAccepted ? text : translateLegacyHttpchk(text);
   }
 
   /** API 1.0 upload: validate, then make it the accepted config. Does not touch the running haproxy. */
@@ -402,7 +417,7 @@ export class HaproxyEngine {
   private async planChange(lbId: string, text: string): Promise<RuntimePlan> {
     const live = await readTextIfExists(this.files(lbId).live);
     if (live === null) return { steps: [], reloadReason: 'haproxy has not loaded this load balancer' };
-    return planRuntime(live, text);
+    return planRuntime(live, await this.runnable(text));
   }
 
   /** A runtime change, or why it fell back (haproxy refused a command or did not answer). */
@@ -426,7 +441,12 @@ export class HaproxyEngine {
     // members: accepted and live config are the same text here, one write
     // with the spec beside it. Their data syncs while haproxy takes the
     // commands; they are renamed into place once haproxy took them all.
-    const staging = stageFiles([{ path: [files.config, files.live], data: text }, ...companions]);
+    // (The live one in this haproxy's syntax, when that differs.)
+    const runnable = await this.runnable(text);
+    const configs = runnable === text
+      ? [{ path: [files.config, files.live], data: text }]
+      : [{ path: files.config, data: text }, { path: files.live, data: runnable }];
+    const staging = stageFiles([...configs, ...companions]);
     staging.catch(() => undefined); // its failure is handled below, not an unhandled rejection meanwhile
     let result: RuntimeResult;
     try {
@@ -484,7 +504,9 @@ export class HaproxyEngine {
 
     const caps = await this.capabilities();
     const before = await this.opts.supervisor.status(inst);
-    const config = readConfig(configText);
+    // Protection edits the text haproxy loads: line numbers are those of the runnable text.
+    const runnableText = await this.runnable(configText);
+    const config = readConfig(runnableText);
     const running = before.running ? await this.runningState(inst, config.serverStateFile) : null;
     // Members waiting in (CLI) maintenance for a first passing check would keep
     // that maintenance through the state file: they start again as new members.
@@ -493,7 +515,7 @@ export class HaproxyEngine {
     const method: ProtectionMethod | null = this.opts.protectNewMembers === false
       ? null
       : caps.initStateAppliedAtStartup ? 'init-state' : 'state-file';
-    const plan = planProtection({ configText, config, running, method });
+    const plan = planProtection({ configText: runnableText, config, running, method });
     for (const w of plan.warnings) this.opts.log.warn({ lbId }, w);
 
     if (config.serverStateFile) {

@@ -9,9 +9,11 @@ export interface LoadBalancerFiles {
   config: string;
   /** A configuration being validated. */
   candidate: string;
+  /** A candidate as haproxy would load it, when that differs from the text sent (legacy-httpchk.ts). */
+  candidateLive: string;
   /** The last configuration haproxy -c rejected, kept for operators. */
   rejected: string;
-  /** What haproxy loads: the accepted config plus new-member protection. */
+  /** What haproxy loads: the accepted config in this haproxy's syntax, plus new-member protection. */
   live: string;
   /** The live config from before a reload in flight; present only during one. */
   livePrevious: string;
@@ -39,6 +41,7 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
     dir,
     config: join(dir, 'haproxy.cfg'),
     candidate: join(dir, 'haproxy.cfg.new'),
+    candidateLive: join(dir, 'haproxy.live.cfg.new'),
     rejected: join(dir, 'haproxy.cfg.new-failed'),
     live: join(dir, 'haproxy.live.cfg'),
     livePrevious: join(dir, 'haproxy.live.cfg.prev'),

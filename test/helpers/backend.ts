@@ -13,6 +13,8 @@ export class TestBackend {
   /** Real (non-check) requests that reached this member, in any mode. */
   requests = 0;
   checks = 0;
+  /** Request line and Host header (null when absent) of the last health check received. */
+  lastCheck: { requestLine: string; host: string | null } | null = null;
   /** Time of the first real request answered with 200. */
   firstServedAt: number | null = null;
   private server: Server | null = null;
@@ -76,7 +78,10 @@ export class TestBackend {
   private answer(sock: Socket, head: string): void {
     const path = head.split(' ')[1] ?? '/';
     const isCheck = path === CHECK_PATH;
-    if (isCheck) this.checks++;
+    if (isCheck) {
+      this.checks++;
+      this.lastCheck = { requestLine: head.split('\r\n')[0]!, host: /^host:[ \t]*(.*)$/im.exec(head)?.[1]?.trim() ?? null };
+    }
     else this.requests++;
     if (this.mode === 'reset') {
       sock.resetAndDestroy();

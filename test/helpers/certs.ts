@@ -26,7 +26,9 @@ function openssl(dir: string, args: string[]): void {
 const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
 
 export function makeCa(dir: string, name: string): Ca {
-  openssl(dir, ['req', '-x509', ...EC, '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '30', '-subj', `/CN=${name}`]);
+  // Key usage: Python 3.13's strict verification (Octavia 19's controller on sid) refuses a CA without it.
+  openssl(dir, ['req', '-x509', ...EC, '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '30', '-subj', `/CN=${name}`,
+    '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
   return { dir, name, cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
 }
 

@@ -3,10 +3,12 @@
 Reads one JSON request per line on stdin, answers one JSON line on stdout:
   {"op": "setup", "args": {...}}            configure oslo.config like a worker
   {"op": "render", "args": {...}}           JinjaTemplater.build_config for a small LB
+                                            (monitor: optional method, http_version, domain_name)
   {"op": "call", "args": {"method": ..., "params": [...]}}   AmphoraAPIClient1_0.<method>
 Answers: {"ok": true, "result": ...} or {"ok": false, "exception": "<class>", "message": "..."}.
 Only test code: it imports Octavia, it copies nothing from it.
 """
+import inspect
 import json
 import sys
 import traceback
@@ -50,11 +52,14 @@ def build_lb(spec):
                    provisioning_status='ACTIVE', session_persistence=None, alpn_protocols=None)
     if spec.get('monitor'):
         m = spec['monitor']
+        # JSON has no 1.0 apart from 1: Octavia's API hands the templater a float.
+        http_version = float(m['http_version']) if m.get('http_version') is not None else None
         hm = dm.HealthMonitor(id=spec['pool_id'] + '-hm', type='HTTP', delay=m['delay'],
                               timeout=m['timeout'], fall_threshold=m['fall'],
-                              rise_threshold=m['rise'], http_method='GET', url_path=m['path'],
-                              expected_codes='200', enabled=True, pool=pool,
-                              provisioning_status='ACTIVE', http_version=None, domain_name=None)
+                              rise_threshold=m['rise'], http_method=m.get('method', 'GET'),
+                              url_path=m['path'], expected_codes='200', enabled=True, pool=pool,
+                              provisioning_status='ACTIVE', http_version=http_version,
+                              domain_name=m.get('domain_name'))
         pool.health_monitor = hm
     for mem in spec['members']:
         pool.members.append(dm.Member(id=mem['id'], ip_address=mem['address'],
@@ -76,7 +81,11 @@ def render(args):
         base_crt_dir=CONF.haproxy_amphora.base_cert_dir,
         haproxy_template=CONF.haproxy_amphora.haproxy_template,
         connection_logging=False)
-    return templater.build_config(state['amp'], [listener], {}, args['haproxy_version'].split('.')[:2])
+    versions = args['haproxy_version'].split('.')[:2]
+    # Octavia 12+ also take the amphora's GET /details; None reads as "no TuneD profile".
+    if 'amp_details' in inspect.signature(templater.build_config).parameters:
+        return templater.build_config(state['amp'], [listener], {}, versions, amp_details=None)
+    return templater.build_config(state['amp'], [listener], {}, versions)
 
 
 def call(args):
