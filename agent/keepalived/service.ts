@@ -93,6 +93,27 @@ export async function lvsExists(basePath: string, listenerId: string): Promise<b
   return exists(lvsInstance(basePath, listenerId).config);
 }
 
+/**
+ * The addresses an LVS listener's config serves: the first word of each line
+ * in its virtual_server_group blocks (Octavia renders one group per address
+ * family, "<address> <port>" per VIP). These are what is announced after the
+ * listener starts.
+ */
+export function lvsVirtualAddresses(configText: string): string[] {
+  const out: string[] = [];
+  let inGroup = false;
+  for (const line of configText.split('\n')) {
+    const t = line.trim();
+    if (inGroup) {
+      if (t.startsWith('}')) inGroup = false;
+      else if (t) out.push(t.split(/\s+/)[0]!);
+    } else if (/^virtual_server_group\s/.test(t)) {
+      inGroup = true;
+    }
+  }
+  return out;
+}
+
 /** ACTIVE when keepalived runs with a virtual_server, OFFLINE when not started, ERROR when it died. */
 export async function lvsStatus(basePath: string, listenerId: string, configText: string): Promise<'ACTIVE' | 'OFFLINE' | 'ERROR'> {
   const inst = lvsInstance(basePath, listenerId);

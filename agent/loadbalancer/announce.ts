@@ -2,14 +2,17 @@
 // caused it (Octavia's agent does the same): in ACTIVE_STANDBY the VRRP check
 // script lists every load balancer's stats socket; in SINGLE topology the bind
 // addresses are announced (gratuitous ARP / unsolicited NA), in the
-// background, so the network learns where the VIP lives now.
+// background, so the network learns where the VIP lives now. Octavia 16 and
+// later do the same after an LVS (UDP/SCTP) listener starts.
 import type { ConfigStore } from '../config/store.js';
 import type { HaproxyEngine } from '../haproxy/engine.js';
 import { readConfig } from '../haproxy/config-reader.js';
 import { statsSocket } from '../haproxy/layout.js';
-import { lvsListenerIds, updateHaproxyCheckScript } from '../keepalived/service.js';
+import { lvsInstance, lvsListenerIds, lvsVirtualAddresses, updateHaproxyCheckScript } from '../keepalived/service.js';
 import type { Logger } from '../log.js';
 import { announceAddresses } from '../net/advertise.js';
+import { applyIpvsSysctls } from '../net/ipvs-sysctls.js';
+import { readTextIfExists } from '../system/files.js';
 
 export interface AnnounceDeps {
   engine: HaproxyEngine;
@@ -29,4 +32,20 @@ export async function afterHaproxyChange(deps: AnnounceDeps, lbId: string, runni
     // announcement (failures are logged by announceAddresses).
     void announceAddresses(c.amphoraAgent.networkNamespace, binds, deps.log);
   }
+}
+
+/**
+ * After an LVS listener's keepalived (re)started: the IPVS settings of the
+ * namespace (keepalived may just have loaded ip_vs), and in SINGLE topology
+ * the listener's virtual addresses announced. In ACTIVE_STANDBY the VRRP
+ * keepalived announces the VIP when it becomes MASTER.
+ */
+export async function afterLvsStart(deps: Omit<AnnounceDeps, 'engine'>, listenerId: string): Promise<void> {
+  const c = deps.config.current;
+  const netns = c.amphoraAgent.networkNamespace;
+  if (!netns) return;
+  await applyIpvsSysctls(netns, deps.log);
+  if (c.controllerWorker.loadbalancerTopology !== 'SINGLE') return;
+  const text = (await readTextIfExists(lvsInstance(c.haproxyAmphora.basePath, listenerId).config)) ?? '';
+  void announceAddresses(netns, lvsVirtualAddresses(text), deps.log);
 }

@@ -14,7 +14,7 @@ import type { AmphoraFacts, RenderedLoadBalancer } from '../render/settings.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
 import { validateSpec } from '../spec/validate.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
-import { afterHaproxyChange } from './announce.js';
+import { afterHaproxyChange, afterLvsStart } from './announce.js';
 import { describeChanges } from './changes.js';
 import { applyLvs, lvsInstance, lvsStatus, removeLvs } from '../keepalived/service.js';
 import { keepalivedSettings } from '../keepalived/process.js';
@@ -192,7 +192,11 @@ export class LoadBalancerService {
     const base = this.deps.config.current.haproxyAmphora.basePath;
     const settings = keepalivedSettings(this.deps.config.current, this.deps.engine.processManager);
     const done: string[] = [];
-    for (const c of p.rendered.lvsConfigs) if (await applyLvs(base, settings, c.listenerId, c.content)) done.push(`restarted ${c.listenerId}`);
+    for (const c of p.rendered.lvsConfigs) {
+      if (!(await applyLvs(base, settings, c.listenerId, c.content))) continue;
+      await afterLvsStart(this.deps, c.listenerId);
+      done.push(`restarted ${c.listenerId}`);
+    }
     for (const id of p.lvsRemoved) {
       await removeLvs(base, settings, id);
       done.push(`removed ${id}`);

@@ -6,7 +6,7 @@
 import type { Logger } from '../log.js';
 import { run } from '../system/exec.js';
 import { ipFamily } from './ip.js';
-import { interfaceWithAddress } from './plug.js';
+import { interfaceWithAddress } from './interfaces.js';
 
 // Debian's ndisc6 package has no ndsend (Octavia's images build it from
 // elsewhere): without it, IPv6 announcements are left to the kernel

@@ -74,9 +74,11 @@ function hostRoutes(routes: HostRoute[] | undefined, table?: number): InterfaceR
   }));
 }
 
-/** lo.json, written at every agent start as Octavia's agent does. */
+/** lo.json, written at every agent start as Octavia's agent does (16 and later record is_sriov false there too). */
 export function loopbackInterfaceFile(): InterfaceFile {
-  return { name: 'lo', if_type: 'lo', addresses: [{ address: '127.0.0.1', prefixlen: 8 }], routes: [], rules: [], scripts: { up: [], down: [] } };
+  return {
+    name: 'lo', if_type: 'lo', addresses: [{ address: '127.0.0.1', prefixlen: 8 }], routes: [], rules: [], scripts: { up: [], down: [] }, is_sriov: false,
+  };
 }
 
 export function vipInterfaceFile(opts: {

@@ -12,6 +12,7 @@ import { ensureNetns } from '../system/netns.js';
 import { interfaceDown, interfaceUp } from './amphora-interface.js';
 import type { InterfaceFile } from './interface-file.js';
 import type { AgentConfig } from '../config/agent-config.js';
+import { sameIp } from './ip.js';
 
 export interface NetworkSettings {
   netns: string;
@@ -124,4 +125,14 @@ export async function bringInterfaces(settings: NetworkSettings, direction: 'up'
     }
   }
   return out;
+}
+
+/** The interface of the amphora namespace that holds this address, or null. */
+export async function interfaceWithAddress(netns: string, address: string): Promise<string | null> {
+  const res = await run(['ip', '-n', netns, '-j', 'addr', 'show']);
+  if (res.exitCode !== 0) return null;
+  for (const link of JSON.parse(res.stdout) as { ifname: string; addr_info: { local: string }[] }[]) {
+    if (link.addr_info.some((a) => sameIp(a.local, address))) return link.ifname;
+  }
+  return null;
 }

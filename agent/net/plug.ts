@@ -1,13 +1,14 @@
 // Plugging NICs into the amphora namespace (POST /1.0/plug/vip and
 // /1.0/plug/network): find the hot-plugged link by MAC, write its interface
 // file, move and rename it into the namespace, and bring it up.
-import { run } from '../system/exec.js';
+import type { Logger } from '../log.js';
 import { exists, writeFileAtomic } from '../system/files.js';
 import { ensureNetns } from '../system/netns.js';
 import { interfaceUp } from './amphora-interface.js';
 import { backendInterfaceFile, vipInterfaceFile, type FixedIp, type VipSubnet } from './interface-file.js';
 import { findLinkByMac, links, moveLink, rememberPlugged, writeInterfaceFile, type NetworkSettings } from './interfaces.js';
-import { sameIp } from './ip.js';
+import { announceAddresses } from './advertise.js';
+import { applyIpvsSysctls } from './ipvs-sysctls.js';
 
 export interface PlugSettings extends NetworkSettings {
   topology: 'SINGLE' | 'ACTIVE_STANDBY';
@@ -30,11 +31,14 @@ async function moveIntoNamespace(settings: PlugSettings, mac: string, ifname: st
 
 export async function plugVip(settings: PlugSettings, body: {
   vips: VipSubnet[]; mac: string; vrrpIp: string | null; mtu: number | null; isSriov: boolean | null;
-}): Promise<string> {
+}, log: Logger): Promise<string> {
   await ensureNetns(settings.netns);
+  // The namespace is the amphora's from here on (it may be the agent's own creation).
+  await applyIpvsSysctls(settings.netns, log);
   if (await findLinkByMac(settings.netns, body.mac)) throw new InterfaceExistsError('Interface already exists');
+  // Octavia's agent (16 and later) records is_sriov false when plug vip does not say.
   const file = vipInterfaceFile({
-    name: 'eth1', vips: body.vips, vrrpIp: body.vrrpIp, fixedIps: [], topology: settings.topology, mtu: body.mtu, isSriov: body.isSriov,
+    name: 'eth1', vips: body.vips, vrrpIp: body.vrrpIp, fixedIps: [], topology: settings.topology, mtu: body.mtu, isSriov: body.isSriov ?? false,
   });
   await moveIntoNamespace(settings, body.mac, 'eth1');
   await writeInterfaceFile(settings, file);
@@ -46,7 +50,7 @@ export async function plugVip(settings: PlugSettings, body: {
 export async function plugNetwork(settings: PlugSettings, body: {
   mac: string; fixedIps: FixedIp[]; mtu: number | null; isSriov: boolean | null;
   vip: { vips: VipSubnet[]; vrrpIp: string | null } | null;
-}): Promise<{ ifname: string; updated: boolean }> {
+}, log: Logger): Promise<{ ifname: string; updated: boolean }> {
   await ensureNetns(settings.netns);
   const existing = await findLinkByMac(settings.netns, body.mac);
   const ifname = existing ?? (await firstFreeName(settings.netns));
@@ -57,21 +61,20 @@ export async function plugNetwork(settings: PlugSettings, body: {
   await writeInterfaceFile(settings, file);
   await rememberPlugged(settings, body.mac, ifname);
   await interfaceUp(settings, file);
+  // The member subnet's neighbours (members, routers) learn the port's MAC
+  // at once, as Octavia 16 and later announce it; in the background, since
+  // arping waits for replies and nobody waits for the announcement.
+  void announceAddresses(settings.netns, body.fixedIps.map((f) => f.ip_address), log);
   return { ifname, updated: existing !== null };
 }
 
-/** The first ethN (N >= 2) not used in the namespace; eth0 is the management NIC, eth1 the VIP. */
+/**
+ * The first ethN (N >= 2) not used in the namespace, as Octavia 16 and later
+ * name member ports: a name freed by a detached port is taken again (11 took
+ * eth<number of links>, which could collide). eth0 is the management NIC,
+ * eth1 the VIP.
+ */
 async function firstFreeName(netns: string): Promise<string> {
   const used = new Set((await links(netns)).map((l) => l.ifname));
   for (let n = 2; ; n++) if (!used.has(`eth${n}`)) return `eth${n}`;
-}
-
-/** The interface of the amphora namespace that holds this address, or null. */
-export async function interfaceWithAddress(netns: string, address: string): Promise<string | null> {
-  const res = await run(['ip', '-n', netns, '-j', 'addr', 'show']);
-  if (res.exitCode !== 0) return null;
-  for (const link of JSON.parse(res.stdout) as { ifname: string; addr_info: { local: string }[] }[]) {
-    if (link.addr_info.some((a) => sameIp(a.local, address))) return link.ifname;
-  }
-  return null;
 }

@@ -25,17 +25,18 @@ function openssl(dir: string, args: string[]): void {
 
 const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
 
+// The extensions Python 3.13's strict verification (Octavia 19's controller on
+// sid) requires: key usage on the CA, key identifiers on what it issues.
 export function makeCa(dir: string, name: string): Ca {
-  // Key usage: Python 3.13's strict verification (Octavia 19's controller on sid) refuses a CA without it.
   openssl(dir, ['req', '-x509', ...EC, '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '30', '-subj', `/CN=${name}`,
-    '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
   return { dir, name, cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
 }
 
 /** Issue a certificate. `expired` makes one whose validity ended yesterday. */
 export function issue(ca: Ca, name: string, opts: { dnsName?: string; usage: 'serverAuth' | 'clientAuth'; expired?: boolean }): Issued {
   const { dir } = ca;
-  const ext = [`extendedKeyUsage=${opts.usage}`, ...(opts.dnsName ? [`subjectAltName=DNS:${opts.dnsName},IP:127.0.0.1`] : [])].join('\n');
+  const ext = [`extendedKeyUsage=${opts.usage}`, 'subjectKeyIdentifier=hash', 'authorityKeyIdentifier=keyid', ...(opts.dnsName ? [`subjectAltName=DNS:${opts.dnsName},IP:127.0.0.1`] : [])].join('\n');
   writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
   openssl(dir, ['req', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${opts.dnsName ?? name}`]);
   if (opts.expired) {

@@ -1,13 +1,15 @@
-// Interface files at parity with Octavia 11's agent (python3-octavia's
-// VIPInterfaceFile, PortInterfaceFile and plug_lo) for the same plug
-// requests. Differences by design, and only these: our files carry Octavia
-// master's if_type and is_sriov; IPv6 is written exploded everywhere; and the
-// LVS masquerade is done by the agent (agent/net/masquerade.ts) instead of
-// script lines, so Octavia's scripts must name exactly the IP families the
-// agent masquerades.
+// Interface files at parity with Octavia's agent (VIPInterfaceFile,
+// PortInterfaceFile and plug_lo) of 11, 16 and 19 for the same plug requests.
+// 16 and 19 record if_type and is_sriov, which must match too; 11 has
+// neither. Differences by design, and only these: IPv6 is written exploded
+// everywhere; and the LVS masquerade is done by the agent
+// (agent/net/masquerade.ts) instead of script lines, so Octavia's scripts must
+// name exactly the IP families the agent masquerades (with " sriov" on
+// SR-IOV ports, where the agent leaves TCP tracked).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
+import { OCTAVIAS, octaviaPython } from '../helpers/haproxies.js';
 import { fileURLToPath } from 'node:url';
 import {
   backendInterfaceFile, interfaceFamilies, loopbackInterfaceFile, vipInterfaceFile,
@@ -19,8 +21,8 @@ const OCTAVIA = fileURLToPath(new URL('../../../test/interop/octavia_interface_f
 
 type Topology = 'SINGLE' | 'ACTIVE_STANDBY';
 type Case =
-  | { label: string; kind: 'vip'; name: string; topology: Topology; vips: VipSubnet[]; vrrp_ip: string | null; fixed_ips?: FixedIp[]; mtu: number | null }
-  | { label: string; kind: 'port'; name: string; fixed_ips: FixedIp[]; mtu: number | null }
+  | { label: string; kind: 'vip'; name: string; topology: Topology; vips: VipSubnet[]; vrrp_ip: string | null; fixed_ips?: FixedIp[]; mtu: number | null; is_sriov?: boolean }
+  | { label: string; kind: 'port'; name: string; fixed_ips: FixedIp[]; mtu: number | null; is_sriov?: boolean }
   | { label: string; kind: 'lo' };
 
 const v4 = (ip: string, gateway: string | null = '10.0.0.1', host_routes = [{ destination: '192.0.2.0/24', nexthop: '10.0.0.254' }]): VipSubnet =>
@@ -46,13 +48,19 @@ const CASES: Case[] = [
     ],
   },
   { label: 'member port without fixed IPs', kind: 'port', name: 'eth3', fixed_ips: [], mtu: null },
+  { label: 'SR-IOV VIP port (vnic_type direct)', kind: 'vip', name: 'eth1', topology: 'SINGLE', vips: [v4('10.0.0.10')], vrrp_ip: '10.0.0.5', mtu: 1500, is_sriov: true },
+  {
+    label: 'SR-IOV member port', kind: 'port', name: 'eth4', mtu: null, is_sriov: true,
+    fixed_ips: [{ ip_address: '10.89.0.5', subnet_cidr: '10.89.0.0/24', host_routes: [] }],
+  },
   { label: 'loopback', kind: 'lo' },
 ];
 
+/** Controllers from 16 on send is_sriov in every plug body (false unless vnic_type is direct). */
 function ours(c: Case): InterfaceFile {
   if (c.kind === 'lo') return loopbackInterfaceFile();
-  if (c.kind === 'port') return backendInterfaceFile({ name: c.name, fixedIps: c.fixed_ips, mtu: c.mtu, isSriov: null });
-  return vipInterfaceFile({ name: c.name, vips: c.vips, vrrpIp: c.vrrp_ip, fixedIps: c.fixed_ips ?? [], topology: c.topology, mtu: c.mtu, isSriov: null });
+  if (c.kind === 'port') return backendInterfaceFile({ name: c.name, fixedIps: c.fixed_ips, mtu: c.mtu, isSriov: c.is_sriov ?? false });
+  return vipInterfaceFile({ name: c.name, vips: c.vips, vrrpIp: c.vrrp_ip, fixedIps: c.fixed_ips ?? [], topology: c.topology, mtu: c.mtu, isSriov: c.is_sriov ?? false });
 }
 
 /** Addresses written exploded, with the prefix kept. */
@@ -65,22 +73,28 @@ function normalize(value: unknown): unknown {
   return value;
 }
 
-const octavia = JSON.parse(execFileSync('/usr/bin/python3', [OCTAVIA], { input: JSON.stringify(CASES), encoding: 'utf8' })) as
-  (Omit<InterfaceFile, 'if_type' | 'is_sriov'> & { scripts: { up: { command: string }[]; down: { command: string }[] } })[];
+type TheirFile = Omit<InterfaceFile, 'if_type' | 'is_sriov'> & { if_type?: string; is_sriov?: boolean };
 
-CASES.forEach((c, i) => {
-  test(`${c.label}: the file Octavia 11 writes`, () => {
-    const mine = ours(c);
-    const theirs = octavia[i]!;
-    const { if_type: _type, is_sriov: _sriov, scripts, ...comparable } = mine;
-    const { scripts: _theirScripts, ...theirComparable } = theirs;
-    assert.equal(normalize(comparable), normalize(theirComparable));
-    assert.equal(scripts, { up: [], down: [] });
-    const families = c.kind === 'lo' ? [] : interfaceFamilies(mine);
-    const expected = (verb: string) => families.map((f) => `octavia-agent-lvs-masquerade ${verb} ipv${f} ${mine.name}`).sort();
-    assert.equal(theirs.scripts.up.map((s) => s.command).sort(), expected('add'), 'the families the agent masquerades');
-    assert.equal(theirs.scripts.down.map((s) => s.command).sort(), expected('delete'));
+for (const release of OCTAVIAS) {
+  const [cmd, argv] = octaviaPython(release, OCTAVIA);
+  const octavia = JSON.parse(execFileSync(cmd, argv, { input: JSON.stringify(CASES), encoding: 'utf8' })) as TheirFile[];
+  const newer = release.label !== 'octavia-11';
+
+  CASES.forEach((c, i) => {
+    test(`${c.label}: the file ${release.label} writes`, () => {
+      const mine = ours(c);
+      const theirs = octavia[i]!;
+      const { if_type: type, is_sriov: sriov, scripts, ...comparable } = mine;
+      const { scripts: _theirScripts, ...theirComparable } = theirs;
+      assert.equal(normalize(newer ? { ...comparable, if_type: type, is_sriov: sriov } : comparable), normalize(theirComparable));
+      assert.equal(scripts, { up: [], down: [] });
+      const families = c.kind === 'lo' ? [] : interfaceFamilies(mine);
+      const suffix = newer && sriov ? ' sriov' : '';
+      const expected = (verb: string) => families.map((f) => `octavia-agent-lvs-masquerade ${verb} ipv${f} ${mine.name}${suffix}`).sort();
+      assert.equal(theirs.scripts.up.map((s) => s.command).sort(), expected('add'), 'the families the agent masquerades');
+      assert.equal(theirs.scripts.down.map((s) => s.command).sort(), expected('delete'));
+    });
   });
-});
+}
 
 test.run();

@@ -18,6 +18,8 @@ export interface KeepalivedDeps {
   settings(): KeepalivedSettings;
   /** Stats sockets of the load balancers (for the VRRP check script). */
   lbSockets(): Promise<string[]>;
+  /** What follows a successful LVS start or restart (IPVS settings, address announcements). */
+  afterLvsStart(listenerId: string): Promise<void>;
 }
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
@@ -87,6 +89,7 @@ export async function lvsAction(deps: KeepalivedDeps, res: Response, id: string,
     }
     throw err;
   }
+  if (action !== 'stop') await deps.afterLvsStart(id);
   sendJson(res, 202, { message: 'OK', details: `keepalivedlvs listener ${id} ${action}ed` });
   return true;
 }

@@ -5,10 +5,12 @@ import { MasqueradeError } from '../../net/masquerade.js';
 import type { FixedIp, HostRoute, VipSubnet } from '../../net/interface-file.js';
 import { explode, ipFamily, parseCidr } from '../../net/ip.js';
 import {
-  InterfaceExistsError, InterfaceNotFoundError, interfaceWithAddress, plugNetwork, plugVip, type PlugSettings,
+  InterfaceExistsError, InterfaceNotFoundError, plugNetwork, plugVip, type PlugSettings,
 } from '../../net/plug.js';
+import { interfaceWithAddress } from '../../net/interfaces.js';
 import { sendFrameworkError, sendJson, sendMessage } from '../errors.js';
 import { applyVipRules, isVipRuleList, NftablesError } from '../../net/nftables.js';
+import type { Logger } from '../../log.js';
 
 type Json = Record<string, unknown>;
 
@@ -93,7 +95,7 @@ function isConfigurationFailure(err: unknown): err is Error {
   return err instanceof InterfaceError || err instanceof MasqueradeError || err instanceof NftablesError;
 }
 
-export function registerNetworkRoutes(r: Router, settings: () => PlugSettings): void {
+export function registerNetworkRoutes(r: Router, settings: () => PlugSettings, log: Logger): void {
   const json = express.json({ type: () => true, limit: '1mb', strict: false });
 
   r.post('/plug/vip/:vip', json, async (req: Request, res: Response) => {
@@ -107,7 +109,7 @@ export function registerNetworkRoutes(r: Router, settings: () => PlugSettings): 
       const vips = vipSubnets(String(req.params.vip), body);
       const ifname = await plugVip(settings(), {
         vips, mac, vrrpIp: vrrpIpOf(body), mtu: optionalMtu(body.mtu), isSriov: (body.is_sriov as boolean | undefined) ?? null,
-      });
+      }, log);
       sendJson(res, 202, { message: 'OK', details: `VIPs plugged on interface ${ifname}: ${vips.map((v) => explode(v.ip_address)).join(', ')}` });
     } catch (err) {
       if (err instanceof BadInput) return sendBadInput(res, err);
@@ -132,7 +134,7 @@ export function registerNetworkRoutes(r: Router, settings: () => PlugSettings): 
       const out = await plugNetwork(settings(), {
         mac: String(body.mac_address), fixedIps: fixedIps(body.fixed_ips), mtu: optionalMtu(body.mtu),
         isSriov: (body.is_sriov as boolean | undefined) ?? null, vip,
-      });
+      }, log);
       sendJson(res, 202, { message: 'OK', details: out.updated ? `Updated existing interface ${out.ifname}` : `Plugged on interface ${out.ifname}` });
     } catch (err) {
       if (err instanceof BadInput) return sendBadInput(res, err);

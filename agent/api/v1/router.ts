@@ -22,7 +22,7 @@ import { lvsAction, lvsDelete, registerKeepalivedRoutes, type KeepalivedDeps } f
 import { KeepalivedFailedError, keepalivedPid, keepalivedSettings } from '../../keepalived/process.js';
 import { lvsInstance, lvsListenerIds, lvsStatus } from '../../keepalived/service.js';
 import { networkSettings } from '../../net/interfaces.js';
-import { afterHaproxyChange as announce } from '../../loadbalancer/announce.js';
+import { afterHaproxyChange as announce, afterLvsStart } from '../../loadbalancer/announce.js';
 import { secondsSince, type ApplyMetrics } from '../../loadbalancer/metrics.js';
 
 export interface V1Deps {
@@ -263,6 +263,7 @@ export function createV1Router(deps: V1Deps): Router {
     basePath: () => deps.config.current.haproxyAmphora.basePath,
     settings: () => keepalivedSettings(deps.config.current, engine.processManager),
     lbSockets: async () => (await engine.loadBalancerIds()).map((lb) => statsSocket(deps.config.current.haproxyAmphora.basePath, lb)),
+    afterLvsStart: (listenerId) => afterLvsStart(deps, listenerId),
   };
   registerKeepalivedRoutes(r, keepalived, raw);
 
@@ -277,7 +278,7 @@ export function createV1Router(deps: V1Deps): Router {
   registerNetworkRoutes(r, () => {
     const c = deps.config.current;
     return { ...networkSettings(c), topology: c.controllerWorker.loadbalancerTopology };
-  });
+  }, deps.log);
 
   // A known path with another method is 405, as Flask answers.
   r.all(['/plug/vip/:vip', '/plug/network', '/interface/:ip', '/interface/:ip/rules', '/vrrp/upload', '/vrrp/:action',
