@@ -24,9 +24,18 @@ export class OctaviaPeer {
     this.child = spawn(...octaviaPython(release, PEER));
     this.child.stderr.on('data', (d) => { this.stderr += d; });
     createInterface({ input: this.child.stdout }).on('line', (line) => this.answers.shift()?.(JSON.parse(line) as PeerAnswer));
+    // A Python that died answers every waiting request with its last words,
+    // instead of leaving the test waiting for ever.
+    this.child.on('exit', (code, signal) => {
+      this.exited = { ok: false, exception: 'PeerExited', message: `octavia_peer.py exited (${signal ?? code})`, trace: this.stderr };
+      for (const answer of this.answers.splice(0)) answer(this.exited);
+    });
   }
 
+  private exited: PeerAnswer | null = null;
+
   request(op: string, args: unknown): Promise<PeerAnswer> {
+    if (this.exited) return Promise.resolve(this.exited);
     return new Promise((resolve) => {
       this.answers.push(resolve);
       this.child.stdin.write(`${JSON.stringify({ op, args })}\n`);
