@@ -11,6 +11,9 @@ import {
   type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor,
 } from './process.js';
 
+/** systemctl's words for a reload of a unit that is not running (systemd's BUS_ERROR_UNIT_INACTIVE). */
+const UNIT_INACTIVE = /is not active, cannot reload/;
+
 export class SystemdSupervisor implements HaproxySupervisor {
   readonly kind = 'systemd';
 
@@ -57,7 +60,17 @@ export class SystemdSupervisor implements HaproxySupervisor {
 
   async reload(inst: HaproxyInstance, before: HaproxyStatus): Promise<HaproxyStatus> {
     await this.installUnit(inst);
-    await this.systemctl('reload', this.unitName(inst));
+    try {
+      await this.systemctl('reload', this.unitName(inst));
+    } catch (err) {
+      // The unit went inactive since the status was read: haproxy died and
+      // systemd is about to restart it (Restart=always), or it was stopped
+      // (Octavia bug 2054666). Starting it is what the reload was for: the new
+      // haproxy reads the live config and the server-state file just written.
+      if (!(err instanceof HaproxyFailedError && UNIT_INACTIVE.test(err.output))) throw err;
+      await this.systemctl('start', this.unitName(inst));
+      return waitForFirstWorker(inst.files, 'reload');
+    }
     return waitForReload(inst.files, before, '');
   }
 

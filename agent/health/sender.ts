@@ -58,6 +58,9 @@ export class HeartbeatSender {
   private counters: CounterStore | null = null;
   private next = 0;
   private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  /** The [health_manager] settings the schedule follows, to tell a change that concerns it. */
+  private healthManager = '';
   private sockets = new Map<'udp4' | 'udp6', dgram.Socket>();
 
   constructor(private readonly deps: HeartbeatDeps) {}
@@ -172,15 +175,35 @@ export class HeartbeatSender {
   }
 
   start(): void {
-    const loop = async () => {
-      await this.beat();
-      this.timer = setTimeout(loop, this.deps.config.current.healthManager.heartbeatInterval * 1000);
-      this.timer.unref();
-    };
-    void loop();
+    // PUT /1.0/config: new destinations, key or interval apply at once, as the
+    // controller expects after update_amphora_agent_config, not only after the
+    // old interval (up to its full length) has run out.
+    this.deps.config.onChange((next) => {
+      const settings = JSON.stringify(next.healthManager);
+      if (this.stopped || settings === this.healthManager) return;
+      this.healthManager = settings;
+      this.next = 0;
+      this.schedule(0);
+    });
+    this.healthManager = JSON.stringify(this.deps.config.current.healthManager);
+    this.schedule(0);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), delayMs);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = null;
+    await this.beat();
+    // A config change during the beat has scheduled the next one already.
+    if (this.timer === null && !this.stopped) this.schedule(this.deps.config.current.healthManager.heartbeatInterval * 1000);
   }
 
   stop(): void {
+    this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     for (const s of this.sockets.values()) s.close();
     this.sockets.clear();

@@ -29,10 +29,12 @@ export interface AgentUnderTest {
 
 /**
  * `healthManager`: lines for [health_manager] (default: no heartbeat
- * destinations); `amphoraAgent`: more lines for [amphora_agent].
+ * destinations); `amphoraAgent`: more lines for [amphora_agent]; `launcher`:
+ * argv the agent's command is appended to (for example a mount namespace
+ * with the amphora's /etc/tuned); it must exec the command, so signals reach the agent.
  */
 export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string, port: number,
-  healthManager: string[] = ['controller_ip_port_list ='], amphoraAgent: string[] = []): Promise<AgentUnderTest> {
+  healthManager: string[] = ['controller_ip_port_list ='], amphoraAgent: string[] = [], launcher: string[] = []): Promise<AgentUnderTest> {
   const amphoraId = 'a1b2c3d4-0000-4000-8000-000000000001';
   const pki = join(dir, 'pki');
   mkdirSync(pki, { recursive: true });
@@ -55,7 +57,8 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
   ].join('\n'));
   let out = '';
   // Info level: readiness is read from the "API listening" log line.
-  const child = spawn(process.execPath, [MAIN, '--config-file', configFile], {
+  const argv = [...launcher, process.execPath, MAIN, '--config-file', configFile];
+  const child = spawn(argv[0]!, argv.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, AMPHORA_AGENT_LOG_LEVEL: 'info' },
   });
   child.stdout!.on('data', (d) => { out += d; });

@@ -25,8 +25,10 @@ function openssl(dir: string, args: string[]): void {
 
 const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
 
-// The extensions Python 3.13's strict verification (Octavia 19's controller on
-// sid) requires: key usage on the CA, key identifiers on what it issues.
+/**
+ * Python 3.13 verifies with VERIFY_X509_STRICT (Octavia 19's controller on sid):
+ * a CA needs key usage, an issued certificate an authority key identifier.
+ */
 export function makeCa(dir: string, name: string): Ca {
   openssl(dir, ['req', '-x509', ...EC, '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '30', '-subj', `/CN=${name}`,
     '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
@@ -36,7 +38,8 @@ export function makeCa(dir: string, name: string): Ca {
 /** Issue a certificate. `expired` makes one whose validity ended yesterday. */
 export function issue(ca: Ca, name: string, opts: { dnsName?: string; usage: 'serverAuth' | 'clientAuth'; expired?: boolean }): Issued {
   const { dir } = ca;
-  const ext = [`extendedKeyUsage=${opts.usage}`, 'subjectKeyIdentifier=hash', 'authorityKeyIdentifier=keyid', ...(opts.dnsName ? [`subjectAltName=DNS:${opts.dnsName},IP:127.0.0.1`] : [])].join('\n');
+  const ext = [`extendedKeyUsage=${opts.usage}`, 'keyUsage=critical,digitalSignature', 'basicConstraints=CA:FALSE',
+    'subjectKeyIdentifier=hash', 'authorityKeyIdentifier=keyid,issuer', ...(opts.dnsName ? [`subjectAltName=DNS:${opts.dnsName},IP:127.0.0.1`] : [])].join('\n');
   writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
   openssl(dir, ['req', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${opts.dnsName ?? name}`]);
   if (opts.expired) {

@@ -5,6 +5,11 @@ Reads one JSON request per line on stdin, answers one JSON line on stdout:
   {"op": "render", "args": {...}}           JinjaTemplater.build_config for a small LB
                                             (monitor: optional method, http_version, domain_name)
   {"op": "call", "args": {"method": ..., "params": [...]}}   AmphoraAPIClient1_0.<method>
+  {"op": "agent_config", "args": {"topology": ...}}   AgentJinjaTemplater.build_agent_config
+  {"op": "driver", "args": {"method": ..., "params": [...]}}   the amphora driver's method
+  {"op": "update_listeners", "args": {...}}   the driver's update_amphora_listeners for a
+      TERMINATED_HTTPS load balancer (certificate from the local cert manager); answers
+      the /1.0/details the driver fetched on the way
 Answers: {"ok": true, "result": ...} or {"ok": false, "exception": "<class>", "message": "..."}.
 Only test code: it imports Octavia, it copies nothing from it.
 """
@@ -14,6 +19,7 @@ import sys
 import traceback
 
 from oslo_config import cfg
+from oslo_log import log as oslo_logging
 
 from octavia.common import config as octavia_config  # registers the options
 from octavia.common import data_models as dm
@@ -21,6 +27,9 @@ from octavia.amphorae.drivers.haproxy import rest_api_driver
 from octavia.common.jinja.haproxy.combined_listeners import jinja_cfg
 
 CONF = cfg.CONF
+# A worker's service setup registers oslo.log's options ([DEFAULT] debug, which
+# the agent config template reads).
+oslo_logging.register_options(CONF)
 state = {}
 
 
@@ -33,15 +42,64 @@ def setup(args):
     amp = dm.Amphora(id=args['amphora_id'], lb_network_ip=args['lb_network_ip'])
     amp.api_version = None  # the client caches the discovered version on the object
     state['amp'] = amp
+    state.pop('driver', None)
     return True
+
+
+def driver():
+    """The amphora driver a worker uses (built lazily: it loads the configured cert manager)."""
+    if 'driver' not in state:
+        from octavia.amphorae.drivers.haproxy import rest_api_driver as rd
+        d = rd.HaproxyAmphoraLoadBalancerDriver()
+        # Record each /1.0/details answer the driver gets, so the test can
+        # recompute what Octavia renders from it.
+        client = d.clients['1.0']
+        original = client.get_details
+
+        def recording_get_details(amp):
+            state['last_details'] = original(amp)
+            return state['last_details']
+        client.get_details = recording_get_details
+        state['driver'] = d
+    return state['driver']
+
+
+def agent_config(args):
+    from octavia.amphorae.backends.agent import agent_jinja_cfg
+    return agent_jinja_cfg.AgentJinjaTemplater().build_agent_config(
+        state['amp'].id, args.get('topology', 'SINGLE'))
+
+
+def driver_call(args):
+    amp = state['amp']
+    return getattr(driver(), args['method'])(amp, *args.get('params', []))
+
+
+def update_listeners(args):
+    from oslo_context import context as oslo_context
+    d = driver()
+    ref = d.cert_manager.store_cert(oslo_context.RequestContext(project_id='p'),
+                                    args['certificate'], args['private_key'])
+    lb, listener = build_lb(dict(args, protocol='TERMINATED_HTTPS', tls_certificate_id=ref,
+                                 project_id='p'))
+    state.pop('last_details', None)
+    d.update_amphora_listeners(lb, state['amp'])
+    return {'details': state.get('last_details')}
 
 
 def build_lb(spec):
     """A load balancer with one HTTP listener and one pool, from a small JSON spec."""
     lb = dm.LoadBalancer(id=spec['lb_id'], topology='SINGLE', enabled=True,
+                         project_id=spec.get('project_id'),
                          vip=dm.Vip(ip_address=spec['vip']), amphorae=[state['amp']])
+    protocol = spec.get('protocol', 'HTTP')
+    tls = {}
+    if protocol == 'TERMINATED_HTTPS':
+        tls = dict(tls_certificate_id=spec['tls_certificate_id'], sni_containers=[],
+                   project_id='p', tls_ciphers=None, tls_versions=['TLSv1.2', 'TLSv1.3'],
+                   alpn_protocols=['http/1.1'])
     listener = dm.Listener(
-        id=spec['listener_id'], protocol='HTTP', protocol_port=spec['port'], enabled=True,
+        id=spec['listener_id'], protocol=protocol, protocol_port=spec['port'], enabled=True, **tls,
         load_balancer=lb, connection_limit=spec.get('connection_limit', 5000),
         timeout_client_data=50000, timeout_member_connect=5000, timeout_member_data=50000,
         timeout_tcp_inspect=0, insert_headers={}, l7policies=[], tags=[], allowed_cidrs=[],
@@ -108,7 +166,8 @@ def call(args):
     return result
 
 
-OPS = {'setup': setup, 'render': render, 'call': call}
+OPS = {'setup': setup, 'render': render, 'call': call, 'agent_config': agent_config,
+       'driver': driver_call, 'update_listeners': update_listeners}
 
 for line in sys.stdin:
     req = json.loads(line)

@@ -1,0 +1,54 @@
+// The systemd back end when a reload meets an inactive unit (haproxy died
+// and systemd is restarting it; Octavia bug 2054666). No systemd runs here,
+// so `systemctl` is a stand-in on PATH that answers a reload with systemctl's
+// real words and runs the real haproxy for a start, as the unit would.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SystemdSupervisor } from '../../agent/haproxy/systemd.js';
+import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
+import { testDir } from '../helpers/haproxies.js';
+
+const LB = 'lb-inactive';
+
+test('reload of an inactive unit ("is not active, cannot reload") starts it and waits for a worker', async () => {
+  const dir = await testDir('sec3-systemd');
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+  const files = loadBalancerFiles(dir, LB);
+  mkdirSync(files.dir, { recursive: true });
+  writeFileSync(files.live, ['global', `    stats socket ${join(files.dir, 's.sock')} mode 0600 level admin`, 'defaults', '    mode http',
+    '    timeout connect 1s', '    timeout client 1s', '    timeout server 1s', 'frontend f', '    bind 127.0.0.1:20330', ''].join('\n'));
+  // What the unit's ExecStart runs, as a daemon (systemd would keep it in the foreground).
+  writeFileSync(join(dir, 'start.sh'), `exec /usr/sbin/haproxy -W -D -f ${files.live} -p ${files.pidFile} -S ${files.masterSocket},mode,600\n`);
+  writeFileSync(join(bin, 'systemctl'), [
+    '#!/bin/sh',
+    `echo "$@" >> ${dir}/calls`,
+    'case "$1" in',
+    `  reload) echo "Failed to reload $2: Unit $2 is not active, cannot reload." >&2; exit 1 ;;`,
+    `  start) exec sh ${dir}/start.sh ;;`,
+    'esac',
+    'exit 0',
+    '',
+  ].join('\n'));
+  chmodSync(join(bin, 'systemctl'), 0o755);
+  const path = process.env.PATH;
+  process.env.PATH = `${bin}:${path}`;
+  try {
+    const sup = new SystemdSupervisor(['/usr/sbin/haproxy'], 'unused', join(dir, 'ug.conf'), join(dir, 'units'));
+    mkdirSync(join(dir, 'units'));
+    const inst = { lbId: LB, files, peerName: 'peer' };
+    const before = { running: true, masterPid: 1, workerPid: 2, table: null };
+    const after = await sup.reload(inst, before);
+    assert.ok(after.running && after.workerPid, 'no haproxy worker after the reload');
+    const calls = readFileSync(join(dir, 'calls'), 'utf8').trim().split('\n');
+    assert.equal(calls.slice(-2), [`reload haproxy-${LB}.service`, `start haproxy-${LB}.service`]);
+    await sup.stop(inst).catch(() => undefined);
+    process.kill(after.masterPid!, 'SIGTERM');
+  } finally {
+    process.env.PATH = path;
+  }
+});
+
+test.run();
