@@ -119,6 +119,14 @@ export function parseAgentConfig(text: string): AgentConfig {
     // SSLv3 to TLSv1.1 are Octavia choices too, but insecure: refuse them clearly.
     throw new ConfigError(`[amphora_agent] agent_tls_protocol: "${tls}" is not supported; use TLSv1.2 or TLSv1.3`);
   }
+  // Octavia reads the log facilities from [amphora_agent], but its controller's
+  // amphora-agent.conf template writes them under [haproxy_amphora], where
+  // Octavia's own agent never sees them. Both are honoured, [amphora_agent] first.
+  const facility = (key: string, def: number) => (aa?.[key] !== undefined
+    ? int(aa, 'amphora_agent', key, def, 0, 7)
+    : int(ha, 'haproxy_amphora', key, def, 0, 7));
+  const administrativeLogFacility = facility('administrative_log_facility', 1);
+  const userLogFacility = facility('user_log_facility', 0);
   return {
     haproxyAmphora: {
       basePath,
@@ -140,8 +148,8 @@ export function parseAgentConfig(text: string): AgentConfig {
       agentRequestReadTimeout: int(aa, 'amphora_agent', 'agent_request_read_timeout', 180, 1, 86400),
       agentTlsProtocol: tls as 'TLSv1.2' | 'TLSv1.3',
       amphoraId: optional(aa, 'amphora_id'),
-      administrativeLogFacility: int(aa, 'amphora_agent', 'administrative_log_facility', 1, 0, 7),
-      userLogFacility: int(aa, 'amphora_agent', 'user_log_facility', 0, 0, 7),
+      administrativeLogFacility,
+      userLogFacility,
       processManager: oneOf(aa, 'amphora_agent', 'process_manager', 'auto', ['auto', 'direct', 'systemd'] as const),
       networkNamespace: str(aa, 'network_namespace', 'amphora-haproxy'),
       userGroupFile: str(aa, 'user_group_file', join(basePath, 'haproxy-default-user-group.conf')),
@@ -155,8 +163,8 @@ export function parseAgentConfig(text: string): AgentConfig {
       baseCertDir: str(ha, 'base_cert_dir', '/var/lib/octavia/certs'),
       connectionLogging: bool(ha, 'haproxy_amphora', 'connection_logging', D.connectionLogging),
       userLogFormat: str(ha, 'user_log_format', D.userLogFormat),
-      userLogFacility: int(aa, 'amphora_agent', 'user_log_facility', 0, 0, 7),
-      administrativeLogFacility: int(aa, 'amphora_agent', 'administrative_log_facility', 1, 0, 7),
+      userLogFacility,
+      administrativeLogFacility,
       timeoutClientData: int(ha, 'haproxy_amphora', 'timeout_client_data', D.timeoutClientData, 0, 2073600000),
       timeoutMemberConnect: int(ha, 'haproxy_amphora', 'timeout_member_connect', D.timeoutMemberConnect, 0, 2073600000),
       timeoutMemberData: int(ha, 'haproxy_amphora', 'timeout_member_data', D.timeoutMemberData, 0, 2073600000),
