@@ -27,6 +27,8 @@ export interface HaproxyCapabilities {
    * translates such lines (legacy-httpchk.ts).
    */
   legacyHttpchkAccepted: boolean;
+  /** `option http-use-htx` (Octavia 16's Prometheus endpoint) is known; when not, the agent drops it (legacy-htx.ts). */
+  httpUseHtxAccepted: boolean;
   /** Commands the master CLI offers (e.g. "reload", "show startup-logs"). */
   masterCommands: string[];
   /** Commands the worker's runtime API offers (e.g. "add server", "del server"). */
@@ -60,6 +62,7 @@ export async function probeHaproxy(command: string[], workDir: string): Promise<
   try {
     const initStateAccepted = await acceptsInitState(command, dir);
     const legacyHttpchkAccepted = await acceptsLegacyHttpchk(command, dir);
+    const httpUseHtxAccepted = await acceptsHttpUseHtx(command, dir);
     const live = await probeLive(command, dir, initStateAccepted);
     return {
       command,
@@ -68,6 +71,7 @@ export async function probeHaproxy(command: string[], workDir: string): Promise<
       minor: Number(m[2]),
       initStateAccepted,
       legacyHttpchkAccepted,
+      httpUseHtxAccepted,
       ...live,
     };
   } finally {
@@ -103,6 +107,13 @@ async function acceptsLegacyHttpchk(command: string[], dir: string): Promise<boo
   const cfg = join(dir, 'httpchk.cfg');
   // The backslashes reach haproxy as written: it resolves \r\n itself, as in Octavia's configs.
   await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  mode http\n  option httpchk GET / HTTP/1.1\\r\\nHost:\\ probe\n  server s 127.0.0.1:1 check\n`);
+  const { exitCode } = await run([...command, '-c', '-q', '-f', cfg]);
+  return exitCode === 0 || exitCode === 2;
+}
+
+async function acceptsHttpUseHtx(command: string[], dir: string): Promise<boolean> {
+  const cfg = join(dir, 'htx.cfg');
+  await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  mode http\n  option http-use-htx\n  server s 127.0.0.1:1\n`);
   const { exitCode } = await run([...command, '-c', '-q', '-f', cfg]);
   return exitCode === 0 || exitCode === 2;
 }

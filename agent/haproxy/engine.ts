@@ -19,7 +19,7 @@ import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js
 import { readConfig } from './config-reader.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { translateLegacyHttpchk } from './legacy-httpchk.js';
+import { runnableConfig } from './runnable.js';
 import { loadBalancerFiles, peerName as peerNameOf, statsSocket, type LoadBalancerFiles } from './layout.js';
 import { parseShowStat, withPendingDown, type StatRow } from '../health/message.js';
 import { statsSocketQuery } from '../health/sender.js';
@@ -128,14 +128,9 @@ export class HaproxyEngine {
     }
   }
 
-  /**
-   * A config as this haproxy binary can load it: the accepted text, with the
-   * `option httpchk` form older controllers render translated when the
-   * binary refuses it. The accepted text itself is what GET returns (the
-   * controller compares its md5).
-   */
+  /** The config as this haproxy binary can load it (runnable.ts); the accepted text stays as uploaded. */
   private async runnable(text: string): Promise<string> {
-    return (await this.capabilities()).legacyHttpchkAccepted ? text : translateLegacyHttpchk(text);
+    return runnableConfig(text, await this.capabilities());
   }
 
   /** API 1.0 upload: validate, then make it the accepted config. Does not touch the running haproxy. */

@@ -20,6 +20,10 @@ for (const h of HAPROXIES) {
     if (caps.initStateAppliedAtStartup) assert.ok(caps.initStateAccepted);
     if (caps.major > 3 || (caps.major === 3 && caps.minor >= 4)) assert.ok(caps.initStateAppliedAtStartup);
     if (since31) assert.ok(caps.masterCommands.includes('show startup-logs'));
+    // Octavia 16's `option http-use-htx` is unknown to every series here (HTX is the only engine since 2.1).
+    assert.is(caps.httpUseHtxAccepted, false);
+    // Octavia 11-16's `option httpchk ... HTTP/1.1\r\nHost: x` is refused from 2.7 on.
+    assert.is(caps.legacyHttpchkAccepted, caps.major < 3 && caps.minor < 7);
   });
 }
 
