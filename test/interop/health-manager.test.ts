@@ -1,0 +1,288 @@
+// Heartbeats through Octavia's whole health manager: the agent's real
+// datagrams, from real haproxy, go to Octavia's receiver and to its
+// UpdateHealthDb.update_health, which writes operating statuses into a SQLite
+// database made from Octavia's models (test/interop/health_manager.py). The
+// statuses asserted are what Octavia's API would then show.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loud } from '../helpers/hooks.js';
+import { HAPROXIES, OCTAVIAS, octaviaPython, testDir, type OctaviaUnderTest } from '../helpers/haproxies.js';
+import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
+import { TestBackend } from '../helpers/backend.js';
+import { waitFor } from '../helpers/load.js';
+import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { OctaviaPeer } from '../helpers/octavia-peer.js';
+import { OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
+import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
+import { validateSpec } from '../../agent/spec/validate.js';
+
+const SCRIPT = fileURLToPath(new URL('../../../test/interop/health_manager.py', import.meta.url));
+const KEY = 'health-manager-test-key';
+const LB = '6e6e6e6e-0000-4000-8000-0000000000aa';
+const L1 = '6e6e6e6e-0000-4000-8000-0000000000b1';
+const L2 = '6e6e6e6e-0000-4000-8000-0000000000b2';
+const P1 = '6e6e6e6e-0000-4000-8000-0000000000c1';
+const P2 = '6e6e6e6e-0000-4000-8000-0000000000c2';
+const member = (n: number) => `6e6e6e6e-0000-4000-8000-0000000000${String(n).padStart(2, '0')}`;
+const M = { up: member(1), fail: member(2), admin: member(3), drain: member(4), fresh: member(5) };
+const BIG_POOL = 5000;
+
+interface Processed {
+  seq: number;
+  pools: Record<string, { status: string; members?: Record<string, string>; member_count?: number }>;
+  ms: number;
+  db: Record<string, string>;
+  log: string[];
+}
+
+interface Statuses {
+  loadbalancer: string;
+  listeners: Record<string, string>;
+  pools: Record<string, string>;
+  members: Record<string, string>;
+}
+
+// Octavia's DB holds one member per address and port in a pool.
+interface MemberPlan { id: string; address: string; port: number; weight?: number; enabled?: boolean }
+interface PoolPlan { id: string; listener: string; port: number; delay: number; members: MemberPlan[] }
+
+/** Octavia's health manager (receiver + update_health + its DB) in one Python process of a release. */
+class HealthManager {
+  readonly processed: Processed[] = [];
+  readonly rejected: string[] = [];
+  stderr = '';
+  private ready = false;
+  private readonly replies: ((a: { ok: boolean; result?: unknown; error?: string }) => void)[] = [];
+  private readonly child: ChildProcessWithoutNullStreams;
+
+  constructor(readonly port: number, release: OctaviaUnderTest) {
+    this.child = spawn(...octaviaPython(release, SCRIPT, [String(port), KEY]));
+    this.child.stderr.on('data', (d) => { this.stderr = (this.stderr + d).slice(-4000); });
+    createInterface({ input: this.child.stdout }).on('line', (line) => {
+      const d = JSON.parse(line) as { ready?: boolean; reply?: boolean; processed?: Processed; rejected?: string };
+      if (d.ready) this.ready = true;
+      else if (d.processed) this.processed.push(d.processed);
+      else if (d.rejected) this.rejected.push(d.rejected);
+      else if (d.reply) this.replies.shift()?.(d as { ok: boolean });
+    });
+  }
+
+  async waitReady(): Promise<void> {
+    await waitFor(`Octavia's health manager (${this.stderr})`, () => this.ready, 60_000);
+  }
+
+  private async request(op: string, args: unknown): Promise<unknown> {
+    const answer = await new Promise<{ ok: boolean; result?: unknown; error?: string }>((resolve) => {
+      this.replies.push(resolve);
+      this.child.stdin.write(`${JSON.stringify({ op, args })}\n`);
+    });
+    if (!answer.ok) throw new Error(`health_manager.py ${op}: ${answer.error}`);
+    return answer.result;
+  }
+
+  apply(pools: PoolPlan[], amphoraId: string): Promise<unknown> {
+    return this.request('apply', {
+      lb_id: LB, amphora_id: amphoraId,
+      listeners: pools.map((p) => ({ id: p.listener, port: p.port, pool_id: p.id })),
+      pools: pools.map((p) => ({
+        id: p.id, monitor: true,
+        members: p.members.map((m) => ({ id: m.id, address: m.address, port: m.port, weight: m.weight ?? 1, enabled: m.enabled ?? true })),
+      })),
+    });
+  }
+
+  status(members?: string[]): Promise<Statuses> {
+    return this.request('status', members ? { members } : {}) as Promise<Statuses>;
+  }
+
+  stop(): void {
+    this.child.kill('SIGKILL');
+  }
+}
+
+/** The load balancer as Octavia's API holds it, as an agent spec for Octavia's own renderer. */
+function lbSpec(vip: string, pools: PoolPlan[]) {
+  return validateSpec({
+    id: LB, project_id: 'hm-test-project', vip_address: vip,
+    listeners: pools.map((p) => ({
+      id: p.listener, protocol: 'HTTP', protocol_port: p.port,
+      // Octavia's default (50,000 each) needs more file descriptors than a test process may open.
+      connection_limit: 1000,
+      default_pool: {
+        id: p.id, protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
+        // Two failed checks to go down: one slow check on a busy test machine must not flip a member.
+        healthmonitor: { type: 'HTTP', delay: p.delay, timeout: 1, max_retries: 1, max_retries_down: 2, url_path: '/healthz' },
+        members: p.members.map((m) => ({ id: m.id, address: m.address, protocol_port: m.port, weight: m.weight ?? 1, admin_state_up: m.enabled ?? true })),
+      },
+    })),
+  });
+}
+
+// Each Octavia release with another haproxy: 2.6 protects new members through
+// the server-state file and maintenance, 3.4 through init-state.
+OCTAVIAS.forEach((octavia, i) => {
+  const haproxy = HAPROXIES[[0, 1, 3][i]!]!;
+  const t = suite(`heartbeats through Octavia's health manager (${octavia.label}, ${haproxy.label})`);
+  let net: TestNetwork;
+  let agent: AgentUnderTest;
+  let peer: OctaviaPeer;
+  let renderer: OctaviaRenderer;
+  let hm: HealthManager;
+  let backends: TestBackend[];
+  let ready: TestBackend[];
+  let flaky: TestBackend;
+  let unready: TestBackend;
+  let p1: PoolPlan;
+  let p2: PoolPlan;
+  let haproxyVersion: string;
+
+  /** What Octavia's API does for a change: the DB first, then the amphora driver renders and reloads. */
+  const apply = async () => {
+    await hm.apply([p1, p2], agent.amphoraId);
+    const rendered = await renderer.render(lbSpec(net.nsIp, [p1, p2]), haproxyVersion,
+      octaviaSettings({ ...DEFAULT_RENDER_SETTINGS, basePath: agent.basePath, baseCertDir: agent.certDir }));
+    await peer.call('upload_config', LB, rendered.haproxy);
+    await peer.call('reload_listener', LB).catch((err: Error) => {
+      throw new Error(`${err.message}\nlaunch log:\n${readFileSync(join(agent.basePath, LB, 'haproxy.launch.log'), 'utf8')}`);
+    });
+  };
+  const statusesSatisfy = (what: string, ok: (s: Statuses) => boolean, ms = 10_000) =>
+    waitFor(what, async () => {
+      const s = await hm.status([M.up, M.fail, M.admin, M.drain, M.fresh]);
+      return ok(s) ? s : null;
+    }, ms, 100) as Promise<Statuses>;
+
+  t.before(loud(async () => {
+    net = createTestNetwork();
+    const dir = await testDir('health-manager');
+    backends = await Promise.all([
+      ...[0, 1, 2].map((k) => new TestBackend(`ready-${k}`, net.hostIp, 20120 + 5 * i + k).start()),
+      new TestBackend('flaky', net.hostIp, 20123 + 5 * i).start(),
+      new TestBackend('unready', net.hostIp, 20124 + 5 * i, 'not-ready').start(),
+    ]);
+    ready = backends.slice(0, 3);
+    [flaky, unready] = backends.slice(3) as [TestBackend, TestBackend];
+    hm = new HealthManager(20110 + i, octavia);
+    renderer = await OctaviaRenderer.start(OCTAVIAS[0]);
+    await hm.waitReady();
+    agent = await startAgent(haproxy, dir, net.netns, 20100 + i, [
+      `controller_ip_port_list = 127.0.0.1:${hm.port}`, 'heartbeat_interval = 1', `heartbeat_key = ${KEY}`,
+    ]);
+    // The amphora driver's client as in the other interop tests (Octavia 11's): the release
+    // under test here is the health manager's.
+    peer = new OctaviaPeer();
+    const setup = await peer.request('setup', {
+      amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
+      overrides: { haproxy_amphora: {
+        client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port,
+        base_path: agent.basePath, base_cert_dir: agent.certDir, connection_max_retries: 3, connection_retry_interval: 1,
+      } },
+    });
+    assert.ok(setup.ok, setup.message);
+    const info = await peer.call('get_info') as { haproxy_version: string };
+    haproxyVersion = info.haproxy_version.split('.').slice(0, 2).join('.');
+    const at = (b: TestBackend) => ({ address: b.host, port: b.port });
+    p1 = { id: P1, listener: L1, port: 20140, delay: 1, members: [
+      { id: M.up, ...at(ready[0]!) }, { id: M.fail, ...at(flaky) },
+      { id: M.admin, ...at(ready[1]!), enabled: false }, { id: M.drain, ...at(ready[2]!), weight: 0 },
+    ] };
+    p2 = { id: P2, listener: L2, port: 20141, delay: 1, members: ready.map((b, k) => ({ id: member(11 + k), ...at(b) })) };
+    await apply();
+  }));
+
+  t.after(async () => {
+    peer?.close();
+    await renderer?.close();
+    await agent?.stop();
+    hm?.stop();
+    await Promise.all((backends ?? []).map((b) => b.stop()));
+    net?.destroy();
+  });
+
+  t('healthy: members UP are ONLINE, and so are the listeners, the pools and the load balancer', async () => {
+    const s = await statusesSatisfy('members ONLINE', (x) => x.members[M.up] === 'ONLINE' && x.members[M.fail] === 'ONLINE' && x.loadbalancer === 'ONLINE');
+    assert.equal(s.listeners, { [L1]: 'ONLINE', [L2]: 'ONLINE' });
+    assert.equal(s.pools, { [P1]: 'ONLINE', [P2]: 'ONLINE' });
+    const last = hm.processed.at(-1)!;
+    assert.equal(last.log, [], 'Octavia logged no warning or error');
+    assert.equal(hm.rejected, []);
+    for (const id of p2.members.map((m) => m.id)) assert.is(last.db[id], 'ONLINE');
+  });
+
+  t('admin down member: haproxy MAINT, Octavia OFFLINE; it does not degrade the pool', async () => {
+    const s = await hm.status([M.admin]);
+    assert.is(s.members[M.admin], 'OFFLINE');
+    assert.is(hm.processed.at(-1)!.pools[`${P1}:${L1}`]!.members![M.admin], 'MAINT');
+    assert.is(s.pools[P1], 'ONLINE');
+  });
+
+  t('drained member (weight 0): reported DRAIN, Octavia DRAINING', async () => {
+    const s = await hm.status([M.drain]);
+    assert.is(s.members[M.drain], 'DRAINING');
+    assert.is(hm.processed.at(-1)!.pools[`${P1}:${L1}`]!.members![M.drain], 'DRAIN');
+  });
+
+  t('failing checks: the member is ERROR, its pool and the load balancer DEGRADED; all down makes them ERROR', async () => {
+    await flaky.setMode('not-ready');
+    const s = await statusesSatisfy('m-fail ERROR', (x) => x.members[M.fail] === 'ERROR');
+    assert.is(s.pools[P1], 'DEGRADED');
+    assert.is(s.loadbalancer, 'DEGRADED');
+    assert.is(s.pools[P2], 'ONLINE');
+    assert.is(s.listeners[L1], 'ONLINE');
+    await Promise.all(ready.map((b) => b.setMode('not-ready')));
+    // The two pools' checks fail at different moments: wait for both.
+    const down = await statusesSatisfy('every member down', (x) => x.members[M.up] === 'ERROR' && x.pools[P1] === 'ERROR' && x.pools[P2] === 'ERROR');
+    assert.is(down.loadbalancer, 'ERROR');
+    assert.is(down.listeners[L1], 'ONLINE', 'the listener stays ONLINE: haproxy still accepts connections');
+    await Promise.all([flaky, ...ready].map((b) => b.setMode('ready')));
+    await statusesSatisfy('recovery', (x) => x.loadbalancer === 'ONLINE' && x.members[M.up] === 'ONLINE' && x.members[M.fail] === 'ONLINE');
+  });
+
+  t('a new member held down by the agent is ERROR in every update, never ONLINE or OFFLINE, until its check passes', async () => {
+    const before = hm.processed.length;
+    p1.members.push({ id: M.fresh, address: unready.host, port: unready.port });
+    await apply();
+    const key = `${P1}:${L1}`;
+    await waitFor('three heartbeats with the new member', () => hm.processed.slice(before).filter((p) => p.pools[key]?.members?.[M.fresh]).length >= 3, 10_000, 50);
+    const withFresh = hm.processed.slice(before).filter((p) => p.pools[key]?.members?.[M.fresh]);
+    assert.equal([...new Set(withFresh.map((p) => p.pools[key]!.members![M.fresh]!.split(' ')[0]))], ['DOWN'], 'reported DOWN in every heartbeat');
+    assert.equal([...new Set(withFresh.map((p) => p.db[M.fresh]))], ['ERROR'], 'ERROR after every update');
+    assert.is(withFresh.at(-1)!.db[M.up], 'ONLINE', 'the running members kept their state through the reload');
+    await unready.setMode('ready');
+    await statusesSatisfy('the new member ONLINE once its check passes', (x) => x.members[M.fresh] === 'ONLINE');
+  });
+
+  t(`a ${BIG_POOL}-member pool: its member statuses are left out, Octavia writes its members OFFLINE and keeps the pool's status`, async () => {
+    const key2 = `${P2}:${L2}`;
+    const old = p2.members.map((m) => m.id);
+    // The new members' addresses (198.18.0.0/15, for benchmarks) lead nowhere: their
+    // checks, every 30 s, fail at once and cost haproxy little.
+    const added = Array.from({ length: BIG_POOL - old.length }, (_, k) => ({ id: randomUUID(), address: `198.18.${k >> 8}.${k & 255}`, port: 80 }));
+    p2 = { ...p2, delay: 30, members: [...p2.members, ...added] };
+    const before = hm.processed.length;
+    const started = Date.now();
+    await apply();
+    const applied = Date.now() - started;
+    const trimmed = await waitFor('a heartbeat without the big pool\'s members', () =>
+      hm.processed.slice(before).find((p) => p.pools[key2] && p.pools[key2]!.members && Object.keys(p.pools[key2]!.members!).length === 0), 20_000, 100);
+    const s = await hm.status();
+    const bigPool = Object.entries(s.members).filter(([id]) => !Object.values(M).includes(id));
+    assert.is(bigPool.length, BIG_POOL);
+    assert.equal([...new Set(bigPool.map(([, st]) => st))], ['OFFLINE'], 'every member of the big pool OFFLINE, the three that were ONLINE too');
+    assert.is(trimmed!.pools[key2]!.status, 'UP');
+    assert.is(s.pools[P2], 'ONLINE', 'the pool status stays exact');
+    assert.is(s.members[M.up], 'ONLINE', 'the small pool keeps its member statuses');
+    assert.is(s.pools[P1], 'ONLINE');
+    assert.is(s.loadbalancer, 'ONLINE');
+    assert.equal(trimmed!.log, []);
+    console.log(`  ${octavia.label}: ${BIG_POOL}-member apply (render + upload + reload) ${applied} ms, update_health ${trimmed!.ms} ms`);
+  });
+
+  t.run();
+});
