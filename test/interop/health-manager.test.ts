@@ -169,14 +169,13 @@ OCTAVIAS.forEach((octavia, i) => {
     ready = backends.slice(0, 3);
     [flaky, unready] = backends.slice(3) as [TestBackend, TestBackend];
     hm = new HealthManager(20110 + i, octavia);
-    renderer = await OctaviaRenderer.start(OCTAVIAS[0]);
+    renderer = await OctaviaRenderer.start(octavia);
     await hm.waitReady();
     agent = await startAgent(haproxy, dir, net.netns, 20100 + i, [
       `controller_ip_port_list = 127.0.0.1:${hm.port}`, 'heartbeat_interval = 1', `heartbeat_key = ${KEY}`,
     ]);
-    // The amphora driver's client as in the other interop tests (Octavia 11's): the release
-    // under test here is the health manager's.
-    peer = new OctaviaPeer();
+    // The whole controller side is one release: templater, amphora client, health manager.
+    peer = new OctaviaPeer(octavia);
     const setup = await peer.request('setup', {
       amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
       overrides: { haproxy_amphora: {

@@ -164,7 +164,9 @@ def apply(spec):
 
 def status(args):
     ids = args.get('members')
-    with engine.connect() as conn:
+    # Between two updates only: update_health commits the pools before the load
+    # balancer, so a read in the middle would see a state no update leaves.
+    with write_lock, engine.connect() as conn:
         def col(model, where=None):
             t = model.__table__
             q = sa.select(t.c.id, t.c.operating_status)
