@@ -27,9 +27,6 @@ export const HAPROXIES: HaproxyUnderTest[] = [
   { label: 'haproxy-3.4', command: [wrapper('haproxy-experimental')] },
 ];
 
-/** The haproxy versions a long load scenario runs on: the oldest, the image's and the newest. */
-export const LOAD_HAPROXIES: HaproxyUnderTest[] = HAPROXIES.filter((h) => ['haproxy-2.6', 'haproxy-3.0', 'haproxy-3.4'].includes(h.label));
-
 export interface KeepalivedUnderTest {
   label: string;
   command: string[];
@@ -54,8 +51,6 @@ export const OCTAVIAS: OctaviaUnderTest[] = [
   { label: 'octavia-16', python: wrapper('python3-trixie') },
   { label: 'octavia-19', python: wrapper('python3-sid') },
 ];
-
-export const OCTAVIA_NEWEST = OCTAVIAS[OCTAVIAS.length - 1]!;
 
 /** A fresh directory under the test root (visible inside the chroots too). */
 export async function testDir(prefix: string): Promise<string> {

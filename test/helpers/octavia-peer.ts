@@ -4,6 +4,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { OCTAVIAS, octaviaPython, type OctaviaUnderTest } from './haproxies.js';
+import type { AgentUnderTest } from './agent-process.js';
 
 const PEER = fileURLToPath(new URL('../../../test/interop/octavia_peer.py', import.meta.url));
 
@@ -33,6 +34,26 @@ export class OctaviaPeer {
   }
 
   private exited: PeerAnswer | null = null;
+
+  /**
+   * A release's client configured as a worker's would be for the agent under
+   * test (its certificates, port and paths; a few quick retries).
+   */
+  static async connect(release: OctaviaUnderTest, agent: AgentUnderTest): Promise<OctaviaPeer> {
+    const peer = new OctaviaPeer(release);
+    const setup = await peer.request('setup', {
+      amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
+      overrides: { haproxy_amphora: {
+        client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port,
+        base_path: agent.basePath, base_cert_dir: agent.certDir, connection_max_retries: 3, connection_retry_interval: 1,
+      } },
+    });
+    if (!setup.ok) {
+      peer.close();
+      throw new Error(`Octavia client setup (${release.label}): ${setup.message}\n${setup.trace ?? ''}`);
+    }
+    return peer;
+  }
 
   request(op: string, args: unknown): Promise<PeerAnswer> {
     if (this.exited) return Promise.resolve(this.exited);

@@ -175,15 +175,7 @@ OCTAVIAS.forEach((octavia, i) => {
       `controller_ip_port_list = 127.0.0.1:${hm.port}`, 'heartbeat_interval = 1', `heartbeat_key = ${KEY}`,
     ]);
     // The whole controller side is one release: templater, amphora client, health manager.
-    peer = new OctaviaPeer(octavia);
-    const setup = await peer.request('setup', {
-      amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
-      overrides: { haproxy_amphora: {
-        client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port,
-        base_path: agent.basePath, base_cert_dir: agent.certDir, connection_max_retries: 3, connection_retry_interval: 1,
-      } },
-    });
-    assert.ok(setup.ok, setup.message);
+    peer = await OctaviaPeer.connect(octavia, agent);
     const info = await peer.call('get_info') as { haproxy_version: string };
     haproxyVersion = info.haproxy_version.split('.').slice(0, 2).join('.');
     const at = (b: TestBackend) => ({ address: b.host, port: b.port });

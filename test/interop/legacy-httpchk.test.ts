@@ -65,19 +65,8 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
     MONITORS.forEach((m, k) => {
       t(`${release.label}, ${m.name}: upload 202, reload, the check sends ${m.requestLine}, a failing member goes DOWN`, async () => {
         const lb = `6f0cd6c0-0000-4000-8000-0000000001${r}${k}`;
-        const peer = new OctaviaPeer(release);
+        const peer = await OctaviaPeer.connect(release, agent);
         try {
-          const setup = await peer.request('setup', {
-            amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
-            overrides: {
-              haproxy_amphora: {
-                client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port,
-                base_path: agent.basePath, base_cert_dir: agent.certDir,
-                connection_max_retries: 3, connection_retry_interval: 1,
-              },
-            },
-          });
-          assert.ok(setup.ok, `setup: ${setup.message}`);
           const rendered = await peer.request('render', {
             lb_id: lb, listener_id: `${lb.slice(0, -2)}bb`, pool_id: `${lb.slice(0, -2)}cc`, vip: net.nsIp, port: 8080,
             haproxy_version: haproxyVersion,

@@ -52,18 +52,7 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
       new TestBackend('m2', net.hostIp, 18202).start(),
     ]);
     agent = await startAgent(h, dir, net.netns, 19443 + i);
-    peer = new OctaviaPeer(release);
-    const setup = await peer.request('setup', {
-      amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
-      overrides: {
-        haproxy_amphora: {
-          client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port,
-          base_path: agent.basePath, base_cert_dir: agent.certDir,
-          connection_max_retries: 3, connection_retry_interval: 1,
-        },
-      },
-    });
-    assert.ok(setup.ok, `setup: ${setup.message}`);
+    peer = await OctaviaPeer.connect(release, agent);
   }));
 
   t.after(async () => {

@@ -65,18 +65,7 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
         new TestBackend('m2', net.hostIp, 20241 + 4 * slot).start(),
       ]);
       agent = await startAgent(h, dir, net.netns, 20220 + slot);
-      peer = new OctaviaPeer(release);
-      const setup = await peer.request('setup', {
-        amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
-        overrides: {
-          haproxy_amphora: {
-            client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port,
-            base_path: agent.basePath, base_cert_dir: agent.certDir,
-            connection_max_retries: 3, connection_retry_interval: 1,
-          },
-        },
-      });
-      assert.ok(setup.ok, `setup: ${setup.message}`);
+      peer = await OctaviaPeer.connect(release, agent);
       const info = await peer.call('get_info') as Record<string, string>;
       haproxyVersion = info.haproxy_version!.split('.').slice(0, 2).join('.');
     }));
