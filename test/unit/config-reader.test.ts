@@ -56,6 +56,21 @@ test('defaults: load-server-state-from-file and default-server check are inherit
   assert.is(info.backends.get('derived')!.servers[0]!.checked, true);
 });
 
+test("a backend's default-server adds to the defaults section's, and each server line sees the words before it", () => {
+  const info = readConfig([
+    'defaults',
+    '    default-server check',
+    'backend b',
+    '    default-server inter 2s',
+    '    server s1 1.2.3.4:80',
+    '    default-server no-check',
+    '    server s2 1.2.3.5:80',
+  ].join('\n'));
+  const [s1, s2] = info.backends.get('b')!.servers;
+  assert.equal([s1!.checked, s1!.defaultServer], [true, ['check', 'inter', '2s']]);
+  assert.equal([s2!.checked, s2!.defaultServer], [false, ['check', 'inter', '2s', 'no-check']]);
+});
+
 test('listen sections count as backends; a relative state file joins server-state-base', () => {
   const info = readConfig('global\n  server-state-base /var/state/\n  server-state-file lb1\nlisten web\n  bind :80\n  server a 1.1.1.1:80 check\n');
   assert.is(info.serverStateFile, '/var/state/lb1');
