@@ -17,7 +17,7 @@ export interface ServerLine {
   /** The server follows another server's state (`track`); it has no checks of its own. */
   tracked: boolean;
   /** The line already carries an explicit init-state. */
-  hasInitState: boolean;
+  initStateOnLine: boolean;
   /**
    * The `default-server` words in effect for this line (the defaults
    * section's, then the backend's own, in order): haproxy applies them when
@@ -217,7 +217,7 @@ export function readConfig(text: string): ConfigInfo {
         codeEnd,
         checked: !tracked && hasCheck(rest, hasCheck(defaultServer, false)),
         tracked,
-        hasInitState: rest.includes('init-state'),
+        initStateOnLine: rest.includes('init-state'),
         defaultServer,
       });
     }

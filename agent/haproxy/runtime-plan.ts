@@ -3,14 +3,21 @@
 // and the server lines differ in ways the runtime API can express: a member
 // added or removed, its weight, its admin state. Anything else (an address,
 // check options, backup, a new backend) needs a reload. Pure.
+import { admit, HOLD_DOWN, type Admission } from './admission.js';
 import { readConfig, tokenizeLine, type ServerLine } from './config-reader.js';
 
+/** How a member added or put back in service at runtime gets traffic (admission.ts), and the `rise` its checks need. */
+interface Admitted {
+  admission: Admission;
+  rise: number;
+}
+
 export type RuntimeStep =
-  | { kind: 'add'; backend: string; server: string; /** words after `server <name>` */ args: string[]; checked: boolean; enabled: boolean }
+  | ({ kind: 'add'; backend: string; server: string; /** words after `server <name>` */ args: string[]; checked: boolean; enabled: boolean } & Admitted)
   | { kind: 'remove'; backend: string; server: string }
   | { kind: 'weight'; backend: string; server: string; weight: number }
   | { kind: 'admin-down'; backend: string; server: string }
-  | { kind: 'admin-up'; backend: string; server: string; checked: boolean; initState: boolean; rise: number };
+  | ({ kind: 'admin-up'; backend: string; server: string } & Admitted);
 
 export interface RuntimePlan {
   steps: RuntimeStep[];
@@ -68,20 +75,20 @@ function argsOf(line: string): string[] {
 
 /**
  * Flags and keyword arguments of a server line, without weight, `disabled`
- * and `init-state`: init-state acts only when haproxy loads a config, and the
- * agent adds it itself to new members of configs that lack it.
+ * and `init-state`: init-state acts only when a member is admitted, and the
+ * agent writes it itself on the lines of new members it loads (admission.ts).
  */
 function identity(args: string[]): string {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    if (args[i] === 'weight' || args[i] === 'init-state') i++;
+    if (args[i] === 'weight' || args[i] === HOLD_DOWN[0]) i++;
     else if (args[i] !== 'disabled') out.push(args[i]!);
   }
   return out.join(' ');
 }
 
 /** The server's `rise` (haproxy's default is 2); the last one counts, as default-server words come first. */
-export function riseOf(args: string[]): number {
+function riseOf(args: string[]): number {
   const i = args.lastIndexOf('rise');
   return i >= 0 ? Number(args[i + 1]) : 2;
 }
@@ -122,6 +129,10 @@ function weightOf(args: string[]): number {
   return i >= 0 ? Number(args[i + 1]) : 1;
 }
 
+function admitted(fact: ServerLine, words: string[]): Admitted {
+  return { admission: admit({ checked: fact.checked, initStateOnLine: fact.initStateOnLine, path: 'runtime' }), rise: riseOf(words) };
+}
+
 export function planRuntime(runningText: string, newText: string): RuntimePlan {
   const before = skeleton(runningText);
   const after = skeleton(newText);
@@ -144,7 +155,7 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
     if (!was) {
       const addArgs = defaults.length > 0 ? withDefaults(args, defaults) : args;
       if (typeof addArgs === 'string') return { steps: [], reloadReason: `member ${k} added: ${addArgs}` };
-      adds.push({ kind: 'add', backend: s.backend, server: s.name, args: addArgs, checked, enabled });
+      adds.push({ kind: 'add', backend: s.backend, server: s.name, args: addArgs, checked, enabled, ...admitted(fact, addArgs) });
       continue;
     }
     const wasArgs = argsOf(was.line);
@@ -156,7 +167,7 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
     const wasEnabled = !wasArgs.includes('disabled');
     if (wasEnabled && !enabled) changes.push({ kind: 'admin-down', backend: s.backend, server: s.name });
     if (!wasEnabled && enabled) {
-      changes.push({ kind: 'admin-up', backend: s.backend, server: s.name, checked, initState: args.includes('init-state'), rise: riseOf([...defaults, ...args]) });
+      changes.push({ kind: 'admin-up', backend: s.backend, server: s.name, ...admitted(fact, [...defaults, ...args]) });
     }
   }
   for (const [k, s] of before.servers) {

@@ -33,7 +33,7 @@ test('reads backends, servers, checks and the server-state settings', () => {
   assert.equal(a.servers.map((s) => [s.name, s.checked, s.tracked]), [['m1', true, false], ['m2', false, false], ['m3', false, true]]);
   const b = info.backends.get('pool-b')!;
   assert.is(b.loadServerState, 'none');
-  assert.equal(b.servers.map((s) => [s.name, s.checked, s.hasInitState]), [['n1', true, false], ['n2', false, false], ['n3', true, true]]);
+  assert.equal(b.servers.map((s) => [s.name, s.checked, s.initStateOnLine]), [['n1', true, false], ['n2', false, false], ['n3', true, true]]);
   assert.is(b.servers[0]!.address, '[2001:db8::1]:80');
   assert.is(b.servers[0]!.line, 11);
 });
