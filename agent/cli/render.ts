@@ -10,6 +10,7 @@ import { DEFAULT_RENDER_SETTINGS, type RenderSettings, type RenderTarget } from 
 import { renderLoadBalancer } from '../render/render.js';
 import { validateSpec, SpecError } from '../spec/validate.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
+import { initStateAtStartupByVersion } from '../haproxy/admission.js';
 import { haproxyCapabilities } from '../haproxy/capabilities.js';
 import { peerName } from '../haproxy/layout.js';
 import { certificateFiles } from '../loadbalancer/spec-store.js';
@@ -74,20 +75,16 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/**
- * What the target haproxy does with init-state. A version number alone is a
- * guess (the startup fix is in 3.4 and backported to some 3.2/3.3 releases),
- * so a binary is probed whenever one is available.
- */
+/** What the target haproxy does with init-state: probed whenever a binary is available, a version is a guess. */
 async function renderTarget(opts: Options, haproxyCmd: string[]): Promise<RenderTarget> {
   if (opts.haproxyVersion !== null) {
     const [major, minor] = opts.haproxyVersion.split('.').map(Number) as [number, number];
-    return { initStateAtStartup: major > 3 || (major === 3 && minor >= 4) };
+    return { initStateAtStartup: initStateAtStartupByVersion(major, minor) };
   }
   const work = await mkdtemp(join(tmpdir(), 'amphora-probe-'));
   try {
     const caps = await haproxyCapabilities(haproxyCmd, work);
-    return { initStateAtStartup: caps.initStateAppliedAtStartup };
+    return { initStateAtStartup: caps.initStateAtStartup };
   } finally {
     await removeTree(work);
   }

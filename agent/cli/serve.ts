@@ -55,7 +55,7 @@ export async function serve(args: string[]): Promise<void> {
 
   const engine = await buildEngine(config, log);
   const caps = await engine.capabilities();
-  log.info({ haproxy: caps.version, initState: caps.initStateAppliedAtStartup }, 'haproxy probed');
+  log.info({ haproxy: caps.version, initStateAtStartup: caps.initStateAtStartup }, 'haproxy probed');
   const recovered = await engine.recover();
   if (recovered.length > 0) log.warn({ recovered }, 'finished interrupted applies');
 

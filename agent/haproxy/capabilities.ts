@@ -20,7 +20,7 @@ export interface HaproxyCapabilities {
   /** `init-state` is a known server keyword. */
   initStateAccepted: boolean;
   /** A static server with `init-state fully-down` really starts DOWN. */
-  initStateAppliedAtStartup: boolean;
+  initStateAtStartup: boolean;
   /**
    * `option httpchk` takes headers hidden in its version word (Octavia 11-16's
    * `HTTP/1.1\r\nHost:\ name`); haproxy 2.7+ refuses it and the agent
@@ -154,7 +154,7 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
       await new Promise((r) => setTimeout(r, 20));
     }
     return {
-      initStateAppliedAtStartup: withInitState && server?.opState === 0,
+      initStateAtStartup: withInitState && server?.opState === 0,
       masterCommands: helpCommands(await masterCommand(sock, 'help')),
       runtimeCommands: helpCommands(await workerCommand(sock, 'help')),
     };

@@ -17,7 +17,13 @@ export interface ServerLine {
   /** The server follows another server's state (`track`); it has no checks of its own. */
   tracked: boolean;
   /** The line already carries an explicit init-state. */
-  hasInitState: boolean;
+  initStateOnLine: boolean;
+  /**
+   * The `default-server` words in effect for this line (the defaults
+   * section's, then the backend's own, in order): haproxy applies them when
+   * it loads the config, `add server` does not.
+   */
+  defaultServer: string[];
 }
 
 export interface BackendInfo {
@@ -118,9 +124,11 @@ export function tokenizeLine(line: string): Tokenized {
 }
 
 interface DefaultsInfo {
-  defaultServerChecked: boolean;
+  defaultServer: string[];
   loadServerState: BackendInfo['loadServerState'] | null;
 }
+
+const NO_DEFAULTS: DefaultsInfo = { defaultServer: [], loadServerState: null };
 
 export function readConfig(text: string): ConfigInfo {
   const lines = text.split('\n');
@@ -128,7 +136,7 @@ export function readConfig(text: string): ConfigInfo {
   const frontends: FrontendInfo[] = [];
   let frontend: FrontendInfo | null = null;
   const namedDefaults = new Map<string, DefaultsInfo>();
-  let lastDefaults: DefaultsInfo = { defaultServerChecked: false, loadServerState: null };
+  let lastDefaults: DefaultsInfo = NO_DEFAULTS;
   let serverStateFile: string | null = null;
   let serverStateBase: string | null = null;
 
@@ -136,7 +144,8 @@ export function readConfig(text: string): ConfigInfo {
   let current: BackendInfo | null = null;
   let currentDefaults: DefaultsInfo | null = null;
   let inherited: DefaultsInfo = lastDefaults;
-  let ownDefaultServerChecked: boolean | null = null;
+  // A backend's default-server lines add to the defaults section's, as in haproxy.
+  let defaultServer: string[] = [];
   let ownLoadState: BackendInfo['loadServerState'] | null = null;
 
   const closeProxy = () => {
@@ -160,12 +169,11 @@ export function readConfig(text: string): ConfigInfo {
         frontend = { name: words[1] ?? '', mode: 'tcp', terminatesTls: false, bindAddresses: [] };
         frontends.push(frontend);
       }
-      ownDefaultServerChecked = null;
       ownLoadState = null;
       if (kw === 'defaults') {
         const fromIdx = words.indexOf('from');
         const parent = fromIdx > 0 ? namedDefaults.get(words[fromIdx + 1] ?? '') : undefined;
-        currentDefaults = { ...(parent ?? { defaultServerChecked: false, loadServerState: null }) };
+        currentDefaults = { defaultServer: [...(parent ?? NO_DEFAULTS).defaultServer], loadServerState: (parent ?? NO_DEFAULTS).loadServerState };
         const name = words[1] && words[1] !== 'from' ? words[1] : null;
         if (name) namedDefaults.set(name, currentDefaults);
       } else if (kw === 'backend' || kw === 'listen') {
@@ -173,6 +181,7 @@ export function readConfig(text: string): ConfigInfo {
         const fromIdx = words.indexOf('from');
         inherited = (fromIdx > 0 ? namedDefaults.get(words[fromIdx + 1] ?? '') : undefined) ?? lastDefaults;
         current = { name, servers: [], loadServerState: 'none' };
+        defaultServer = [...inherited.defaultServer];
         backends.set(name, current);
       }
       continue;
@@ -184,7 +193,7 @@ export function readConfig(text: string): ConfigInfo {
       continue;
     }
     if (section === 'defaults' && currentDefaults) {
-      if (kw === 'default-server') currentDefaults.defaultServerChecked = hasCheck(words.slice(1), false);
+      if (kw === 'default-server') currentDefaults.defaultServer.push(...words.slice(1));
       if (kw === 'load-server-state-from-file') currentDefaults.loadServerState = asLoadState(words[1]);
       continue;
     }
@@ -195,11 +204,10 @@ export function readConfig(text: string): ConfigInfo {
       continue;
     }
     if (!current) continue;
-    if (kw === 'default-server') ownDefaultServerChecked = hasCheck(words.slice(1), false);
+    if (kw === 'default-server') defaultServer = [...defaultServer, ...words.slice(1)];
     else if (kw === 'load-server-state-from-file') ownLoadState = asLoadState(words[1]);
     else if (kw === 'server' && words.length >= 3) {
       const rest = words.slice(3);
-      const defaultChecked = ownDefaultServerChecked ?? inherited.defaultServerChecked;
       const tracked = rest.includes('track');
       current.servers.push({
         backend: current.name,
@@ -207,9 +215,10 @@ export function readConfig(text: string): ConfigInfo {
         address: words[2]!,
         line: n,
         codeEnd,
-        checked: !tracked && hasCheck(rest, defaultChecked),
+        checked: !tracked && hasCheck(rest, hasCheck(defaultServer, false)),
         tracked,
-        hasInitState: rest.includes('init-state'),
+        initStateOnLine: rest.includes('init-state'),
+        defaultServer,
       });
     }
   }
@@ -221,9 +230,13 @@ export function readConfig(text: string): ConfigInfo {
   return { frontends, backends, serverStateFile };
 }
 
+/** `check` / `no-check` in `words` decide (the last one, for accumulated default-server words), else the inherited answer. */
 function hasCheck(words: string[], inheritedCheck: boolean): boolean {
-  if (words.includes('no-check')) return false;
-  return words.includes('check') || inheritedCheck;
+  for (let i = words.length - 1; i >= 0; i--) {
+    if (words[i] === 'check') return true;
+    if (words[i] === 'no-check') return false;
+  }
+  return inheritedCheck;
 }
 
 function asLoadState(word: string | undefined): BackendInfo['loadServerState'] {

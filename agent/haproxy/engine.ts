@@ -21,11 +21,12 @@ import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } fro
 import { KeyedLock } from './keyed-lock.js';
 import { runnableConfig } from './runnable.js';
 import { loadBalancerFiles, peerName as peerNameOf, statsSocket, type LoadBalancerFiles } from './layout.js';
-import { parseShowStat, withPendingDown, type StatRow } from '../health/message.js';
+import { parseShowStat, type StatRow } from '../health/message.js';
+import { withPendingDown, type AdmissionMethod } from './admission.js';
 import { statsSocketQuery } from '../health/sender.js';
 import { MasterCliError, workerCommand } from './master-cli.js';
 import { interruptedReloadOutcome, LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
-import { planProtection, type ProtectionMethod } from './protection.js';
+import { planProtection } from './protection.js';
 import { planRuntime, type RuntimePlan, type RuntimeStep } from './runtime-plan.js';
 import { RuntimeApi, RuntimeCommandError, type PendingMember, type RuntimeResult } from './runtime.js';
 import { parseServerState, type ServerStateDump } from './server-state.js';
@@ -73,7 +74,7 @@ export interface ReloadReport {
   action: 'started' | 'reloaded';
   /** Members held down until their first successful checks ("backend/server"). */
   newMembers: string[];
-  method: ProtectionMethod | null;
+  method: AdmissionMethod | null;
   warnings: string[];
   workerPid: number | null;
   durationMs: number;
@@ -507,10 +508,9 @@ export class HaproxyEngine {
     // that maintenance through the state file: they start again as new members.
     const pending = new Set((await this.readPending(files)).map((p) => `${p.backend}/${p.server}`));
     if (running && pending.size > 0) running.entries = running.entries.filter((e) => !pending.has(`${e.backend}/${e.server}`));
-    const method: ProtectionMethod | null = this.opts.protectNewMembers === false
-      ? null
-      : caps.initStateAppliedAtStartup ? 'init-state' : 'state-file';
-    const plan = planProtection({ configText: runnableText, config, running, method });
+    const plan = planProtection({
+      configText: runnableText, config, running, initStateAtStartup: caps.initStateAtStartup, protect: this.opts.protectNewMembers !== false,
+    });
     for (const w of plan.warnings) this.opts.log.warn({ lbId }, w);
 
     if (config.serverStateFile) {
@@ -543,7 +543,7 @@ export class HaproxyEngine {
     const report: ReloadReport = {
       action: before.running ? 'reloaded' : 'started',
       newMembers: plan.newMembers.map((s) => `${s.backend}/${s.name}`),
-      method: plan.newMembers.length > 0 ? method : null,
+      method: plan.method,
       warnings: plan.warnings,
       workerPid: after.workerPid,
       durationMs: Date.now() - started,

@@ -1,23 +1,24 @@
-// New-member protection, the rule this project exists for: a member haproxy is
-// not running yet gets no traffic before it passes its health check; a member
-// already running keeps its state across the reload. Pure: it decides, given
-// the config about to be loaded and what haproxy runs now, and returns the
-// config and server-state file to write.
+// New-member protection on the load path: which members haproxy is not
+// running yet (they are admitted as admission.ts decides), and the config and
+// server-state file that hold them down; members already running keep their
+// state across the reload. Pure: the config about to be loaded and what
+// haproxy runs now in, the files to write out.
+import { admit, HOLD_DOWN, type AdmissionMethod } from './admission.js';
 import type { ConfigInfo, ServerLine } from './config-reader.js';
 import {
   formatServerState, splitServerAddress, stoppedServerLine,
   type ServerStateDump, type ServerStateEntry,
 } from './server-state.js';
 
-export type ProtectionMethod = 'init-state' | 'state-file';
-
 export interface ProtectionInput {
   configText: string;
   config: ConfigInfo;
   /** What haproxy runs now; null when it is not running (a fresh start). */
   running: ServerStateDump | null;
-  /** How new members are held down, or null to switch protection off. */
-  method: ProtectionMethod | null;
+  /** The haproxy binary applies `init-state fully-down` at start-up (probed). */
+  initStateAtStartup: boolean;
+  /** False switches protection off (only to prove that tests can fail); default true. */
+  protect?: boolean;
 }
 
 export interface ProtectionPlan {
@@ -27,6 +28,8 @@ export interface ProtectionPlan {
   effectiveConfig: string;
   /** The server-state file to write before the (re)load. */
   stateFile: string;
+  /** How the new members are held down (null when there are none). */
+  method: AdmissionMethod | null;
   /** New members that could not be protected, and why. */
   warnings: string[];
 }
@@ -39,14 +42,17 @@ export function planProtection(input: ProtectionInput): ProtectionPlan {
 
   const newMembers: ServerLine[] = [];
   const replaced = new Set<string>();
+  let method: AdmissionMethod | null = null;
   for (const backend of input.config.backends.values()) {
     for (const srv of backend.servers) {
-      // Never hold down a member without checks: nothing would ever bring it up.
-      if (!srv.checked || srv.hasInitState) continue;
+      const admission = admit({ checked: srv.checked, initStateOnLine: srv.initStateOnLine, path: 'load', initStateAtStartup: input.initStateAtStartup });
+      // Unchecked members are admitted at once; a line with init-state holds itself down.
+      if (admission.method === 'none' || srv.initStateOnLine) continue;
       const was = runningByKey.get(key(srv.backend, srv.name));
       if (was && sameEndpoint(was, srv.address)) continue;
       if (was) replaced.add(key(srv.backend, srv.name));
       newMembers.push(srv);
+      method = admission.method;
     }
   }
 
@@ -57,15 +63,16 @@ export function planProtection(input: ProtectionInput): ProtectionPlan {
     .map((e) => e.raw);
   const header = input.running?.header ?? [];
 
-  if (input.method === null || newMembers.length === 0) {
-    return { newMembers: input.method === null ? [] : newMembers, effectiveConfig: input.configText, stateFile: formatServerState(header, kept), warnings: [] };
+  if (input.protect === false || method === null) {
+    return { newMembers: [], effectiveConfig: input.configText, stateFile: formatServerState(header, kept), method: null, warnings: [] };
   }
 
-  if (input.method === 'init-state') {
+  if (method === 'init-state') {
     return {
       newMembers,
       effectiveConfig: withInitState(input.configText, newMembers),
       stateFile: formatServerState(header, kept),
+      method,
       warnings: [],
     };
   }
@@ -83,7 +90,7 @@ export function planProtection(input: ProtectionInput): ProtectionPlan {
     const { host, port } = splitServerAddress(srv.address);
     seeds.push(stoppedServerLine(srv.backend, srv.name, host, port));
   }
-  return { newMembers, effectiveConfig: input.configText, stateFile: formatServerState(header, [...kept, ...seeds]), warnings };
+  return { newMembers, effectiveConfig: input.configText, stateFile: formatServerState(header, [...kept, ...seeds]), method, warnings };
 }
 
 function sameEndpoint(entry: ServerStateEntry, address: string): boolean {
@@ -96,7 +103,7 @@ function withInitState(text: string, servers: ServerLine[]): string {
   const lines = text.split('\n');
   for (const srv of servers) {
     const line = lines[srv.line]!;
-    lines[srv.line] = `${line.slice(0, srv.codeEnd)} init-state fully-down${line.slice(srv.codeEnd)}`;
+    lines[srv.line] = `${line.slice(0, srv.codeEnd)} ${HOLD_DOWN.join(' ')}${line.slice(srv.codeEnd)}`;
   }
   return lines.join('\n');
 }

@@ -3,14 +3,21 @@
 // and the server lines differ in ways the runtime API can express: a member
 // added or removed, its weight, its admin state. Anything else (an address,
 // check options, backup, a new backend) needs a reload. Pure.
-import { tokenizeLine } from './config-reader.js';
+import { admit, HOLD_DOWN, type Admission } from './admission.js';
+import { readConfig, tokenizeLine, type ServerLine } from './config-reader.js';
+
+/** How a member added or put back in service at runtime gets traffic (admission.ts), and the `rise` its checks need. */
+interface Admitted {
+  admission: Admission;
+  rise: number;
+}
 
 export type RuntimeStep =
-  | { kind: 'add'; backend: string; server: string; /** words after `server <name>` */ args: string[]; checked: boolean; enabled: boolean }
+  | ({ kind: 'add'; backend: string; server: string; /** words after `server <name>` */ args: string[]; checked: boolean; enabled: boolean } & Admitted)
   | { kind: 'remove'; backend: string; server: string }
   | { kind: 'weight'; backend: string; server: string; weight: number }
   | { kind: 'admin-down'; backend: string; server: string }
-  | { kind: 'admin-up'; backend: string; server: string; checked: boolean; initState: boolean; rise: number };
+  | ({ kind: 'admin-up'; backend: string; server: string } & Admitted);
 
 export interface RuntimePlan {
   steps: RuntimeStep[];
@@ -68,22 +75,53 @@ function argsOf(line: string): string[] {
 
 /**
  * Flags and keyword arguments of a server line, without weight, `disabled`
- * and `init-state`: init-state acts only when haproxy loads a config, and the
- * agent adds it itself to new members of configs that lack it.
+ * and `init-state`: init-state acts only when a member is admitted, and the
+ * agent writes it itself on the lines of new members it loads (admission.ts).
  */
 function identity(args: string[]): string {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    if (args[i] === 'weight' || args[i] === 'init-state') i++;
+    if (args[i] === 'weight' || args[i] === HOLD_DOWN[0]) i++;
     else if (args[i] !== 'disabled') out.push(args[i]!);
   }
   return out.join(' ');
 }
 
-/** The server's `rise` (haproxy's default is 2). */
-export function riseOf(args: string[]): number {
-  const i = args.indexOf('rise');
+/** The server's `rise` (haproxy's default is 2); the last one counts, as default-server words come first. */
+function riseOf(args: string[]): number {
+  const i = args.lastIndexOf('rise');
   return i >= 0 ? Number(args[i + 1]) : 2;
+}
+
+/** default-server keywords an add line can spell out, with the number of values each takes. */
+const SPELLED_OUT = new Map([
+  ['check', 0], ['no-check', 0], ['inter', 1], ['fastinter', 1], ['downinter', 1], ['fall', 1], ['rise', 1],
+  ['port', 1], ['addr', 1], ['weight', 1],
+]);
+
+/**
+ * The words `add server` needs for a line that inherits `default-server`
+ * words: haproxy applies those when it loads a config, `add server` ignores
+ * them, so a member added at runtime would lose the checks a reload gives it.
+ * The inherited check settings are spelled out after the address, before
+ * the line's own words; a keyword the line sets itself is left to the line.
+ * Any other default-server keyword may mean more than the agent knows how to
+ * carry: the answer is then why the member needs a reload.
+ */
+function withDefaults(args: string[], defaults: string[]): string[] | string {
+  const inherited = new Map<string, string[]>();
+  for (let i = 0; i < defaults.length; i++) {
+    const kw = defaults[i]!;
+    const arity = SPELLED_OUT.get(kw);
+    if (arity === undefined) return `add server ignores default-server, and "${kw}" is not one the agent spells out`;
+    const word = kw === 'no-check' ? 'check' : kw; // the last of check / no-check counts
+    inherited.delete(word);
+    inherited.set(word, kw === 'no-check' ? [] : [kw, ...defaults.slice(i + 1, i + 1 + arity)]);
+    i += arity;
+  }
+  const own = new Set(args.slice(1).map((w) => (w === 'no-check' ? 'check' : w)));
+  const spelled = [...inherited].filter(([word]) => !own.has(word)).flatMap(([, words]) => words);
+  return [args[0]!, ...spelled, ...args.slice(1)];
 }
 
 function weightOf(args: string[]): number {
@@ -91,10 +129,17 @@ function weightOf(args: string[]): number {
   return i >= 0 ? Number(args[i + 1]) : 1;
 }
 
+function admitted(fact: ServerLine, words: string[]): Admitted {
+  return { admission: admit({ checked: fact.checked, initStateOnLine: fact.initStateOnLine, path: 'runtime' }), rise: riseOf(words) };
+}
+
 export function planRuntime(runningText: string, newText: string): RuntimePlan {
   const before = skeleton(runningText);
   const after = skeleton(newText);
   if (before.rest !== after.rest) return { steps: [], reloadReason: 'more than members changed' };
+  // Whether a member is checked is the reader's answer (default-server, no-check, track), as on a reload.
+  const facts = new Map<string, ServerLine>();
+  for (const b of readConfig(newText).backends.values()) for (const s of b.servers) facts.set(key(s.backend, s.name), s);
 
   const adds: RuntimeStep[] = [];
   const changes: RuntimeStep[] = [];
@@ -103,10 +148,14 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
     const was = before.servers.get(k);
     if (was && was.line.trim() === s.line.trim()) continue;
     const args = argsOf(s.line);
-    const checked = args.includes('check');
+    const fact = facts.get(k);
+    if (!fact) return { steps: [], reloadReason: `member ${k}: server line not understood` };
+    const { checked, defaultServer: defaults } = fact;
     const enabled = !args.includes('disabled');
     if (!was) {
-      adds.push({ kind: 'add', backend: s.backend, server: s.name, args, checked, enabled });
+      const addArgs = defaults.length > 0 ? withDefaults(args, defaults) : args;
+      if (typeof addArgs === 'string') return { steps: [], reloadReason: `member ${k} added: ${addArgs}` };
+      adds.push({ kind: 'add', backend: s.backend, server: s.name, args: addArgs, checked, enabled, ...admitted(fact, addArgs) });
       continue;
     }
     const wasArgs = argsOf(was.line);
@@ -118,7 +167,7 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
     const wasEnabled = !wasArgs.includes('disabled');
     if (wasEnabled && !enabled) changes.push({ kind: 'admin-down', backend: s.backend, server: s.name });
     if (!wasEnabled && enabled) {
-      changes.push({ kind: 'admin-up', backend: s.backend, server: s.name, checked, initState: args.includes('init-state'), rise: riseOf(args) });
+      changes.push({ kind: 'admin-up', backend: s.backend, server: s.name, ...admitted(fact, [...defaults, ...args]) });
     }
   }
   for (const [k, s] of before.servers) {

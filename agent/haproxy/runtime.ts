@@ -1,16 +1,14 @@
 // Member changes through haproxy's runtime API (the worker CLI, reached over
-// the master socket), so they need no reload. The protection rule holds here
-// too: a member added or re-enabled at runtime gets no traffic before its
-// health check passes.
-//  - haproxy with a working init-state (3.1+, probed): the server line carries
-//    `init-state fully-down`, so `enable server` leaves it DOWN until checks pass.
-//  - older haproxy: leaving maintenance makes a server UP at once (seen on 2.6),
-//    so it stays in maintenance with checks running, and is made ready only
-//    once a check passed (`pendingReady`, driven by the engine's ready watcher).
+// the master socket), so they need no reload. A member added or re-enabled
+// here is admitted as its step says (admission.ts): with init-state on its
+// line `enable server` leaves it DOWN until checks pass; otherwise it stays
+// in maintenance with checks running and is made ready once a check passed
+// (`pending`, promoted by the engine's ready watcher).
 import { parseShowStat } from '../health/message.js';
+import { isReady } from './admission.js';
 import { workerCommand } from './master-cli.js';
 import { parseServerState, type ServerStateEntry } from './server-state.js';
-import { riseOf, type RuntimeStep } from './runtime-plan.js';
+import type { RuntimeStep } from './runtime-plan.js';
 
 export class RuntimeCommandError extends Error {}
 
@@ -54,8 +52,8 @@ export class RuntimeApi {
           await this.command(`add server ${id} ${step.args.filter((a) => a !== 'disabled').join(' ')}`);
           if (step.checked) await this.command(`enable health ${id}`);
           if (!step.enabled) break;
-          if (!step.checked || step.args.includes('init-state')) await this.command(`enable server ${id}`);
-          else result.pending.push({ backend: step.backend, server: step.server, rise: riseOf(step.args) });
+          if (step.admission.ready === 'agent') result.pending.push({ backend: step.backend, server: step.server, rise: step.rise });
+          else await this.command(`enable server ${id}`);
           break;
         }
         case 'weight':
@@ -68,7 +66,7 @@ export class RuntimeApi {
         case 'admin-up': {
           // Checks go on in maintenance, so a member that passes them may return at once.
           const entry = (await this.servers(step.backend)).find((e) => e.server === step.server);
-          if (!step.checked || step.initState || (entry && hasPassed(entry, step.rise))) await this.command(`set server ${id} state ready`);
+          if (step.admission.ready !== 'agent' || (entry && isReady(entry, step.rise))) await this.command(`set server ${id} state ready`);
           else result.pending.push({ backend: step.backend, server: step.server, rise: step.rise });
           break;
         }
@@ -117,16 +115,11 @@ export class RuntimeApi {
     for (const p of pending) {
       const entry = entries.find((e) => e.backend === p.backend && e.server === p.server);
       if (!entry) continue; // removed meanwhile
-      if (hasPassed(entry, p.rise)) await this.command(`set server ${p.backend}/${p.server} state ready`);
+      if (isReady(entry, p.rise)) await this.command(`set server ${p.backend}/${p.server} state ready`);
       else waiting.push(p);
     }
     return waiting;
   }
-}
-
-/** The last check passed and the health counter reached `rise`. */
-function hasPassed(entry: ServerStateEntry, rise: number): boolean {
-  return entry.checkResult === 3 && entry.checkHealth >= rise;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -52,17 +52,6 @@ export function parseShowStat(csv: string): StatRow[] {
   });
 }
 
-/**
- * A member the agent keeps in maintenance until its first check passes
- * (haproxy without a working init-state, see haproxy/runtime.ts) is reported
- * DOWN, as haproxy reports a member held down by init-state: MAINT would read
- * as disabled by the operator (Octavia's OFFLINE).
- */
-export function withPendingDown(rows: StatRow[], pending: { backend: string; server: string }[]): StatRow[] {
-  const held = new Set(pending.map((p) => `${p.backend}/${p.server}`));
-  return rows.map((r) => (r.status.startsWith('MAINT') && held.has(`${r.pxname}/${r.svname}`) ? { ...r, status: 'DOWN' } : r));
-}
-
 const delta = (now: number, before: number | undefined) => (before === undefined || now < before ? now : now - before);
 
 export function buildHeartbeat(amphoraId: string, seq: number, rows: StatRow[], previous: CounterStore): { message: HeartbeatMessage; counters: CounterStore } {

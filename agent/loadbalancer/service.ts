@@ -127,7 +127,7 @@ export class LoadBalancerService {
   private async prepare(spec: LoadBalancerSpec, current: StoredSpec | null): Promise<Prepared> {
     const caps = await this.deps.engine.capabilities();
     const rendered = renderLoadBalancer(spec, this.deps.config.current.render, {
-      initStateAtStartup: caps.initStateAppliedAtStartup, ...(this.deps.amphora ? { amphora: this.deps.amphora } : {}),
+      initStateAtStartup: caps.initStateAtStartup, ...(this.deps.amphora ? { amphora: this.deps.amphora } : {}),
     });
     const certificates = await this.certificateFingerprints(spec);
     const lvsBefore = current ? lvsListeners(current.spec) : [];

@@ -3,6 +3,7 @@
 // made here; the templates own the haproxy syntax. Pure.
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
+import { admit } from '../haproxy/admission.js';
 import { peerName } from '../haproxy/layout.js';
 import {
   LVS_PROTOCOLS, type HealthMonitorSpec, type L7PolicySpec, type L7RuleSpec, type ListenerSpec,
@@ -82,7 +83,8 @@ export interface PoolView {
   } | null;
   /** `check-alpn` word for the health checks of a TLS pool with ALPN, or ''. */
   checkAlpn: string;
-  initState: boolean;
+  /** Members start with `init-state fully-down` (admission.ts, load path). */
+  startFullyDown: boolean;
   headers: { name: string; value: string }[];
   fullconn: number;
   timeoutConnect: number;
@@ -368,7 +370,8 @@ export class ViewBuilder {
         : null,
       // The checks negotiate what the traffic does (Octavia >= 16).
       checkAlpn: monitor !== null && p.tls_enabled && p.alpn_protocols !== undefined ? p.alpn_protocols.join(',') : '',
-      initState: monitor !== null && this.target.initStateAtStartup,
+      startFullyDown: admit({ checked: monitor !== null, initStateOnLine: false, path: 'load', initStateAtStartup: this.target.initStateAtStartup })
+        .method === 'init-state',
       headers: this.headers(l, p),
       fullconn: this.connectionLimit(l),
       timeoutConnect: l.timeout_member_connect || this.settings.timeoutMemberConnect,

@@ -17,8 +17,8 @@ for (const h of HAPROXIES) {
     const since31 = caps.major > 3 || (caps.major === 3 && caps.minor >= 1);
     assert.is(caps.initStateAccepted, since31);
     // Applied at start-up only where accepted; 3.4 has the fix (3.2 may, by backport).
-    if (caps.initStateAppliedAtStartup) assert.ok(caps.initStateAccepted);
-    if (caps.major > 3 || (caps.major === 3 && caps.minor >= 4)) assert.ok(caps.initStateAppliedAtStartup);
+    if (caps.initStateAtStartup) assert.ok(caps.initStateAccepted);
+    if (caps.major > 3 || (caps.major === 3 && caps.minor >= 4)) assert.ok(caps.initStateAtStartup);
     if (since31) assert.ok(caps.masterCommands.includes('show startup-logs'));
     // Octavia 16's `option http-use-htx` is unknown to every series here (HTX is the only engine since 2.1).
     assert.is(caps.httpUseHtxAccepted, false);

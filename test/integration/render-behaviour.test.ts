@@ -107,7 +107,7 @@ HAPROXIES.forEach((h, hi) => {
     writeFixtureCerts(certDir);
     const caps = await haproxyCapabilities(h.command, dir);
     const settings = { ...DEFAULT_RENDER_SETTINGS, basePath: dir, baseCertDir: join(dir, 'certs') };
-    const out = renderLoadBalancer(spec(net.nsIp, web, api), settings, { initStateAtStartup: caps.initStateAppliedAtStartup });
+    const out = renderLoadBalancer(spec(net.nsIp, web, api), settings, { initStateAtStartup: caps.initStateAtStartup });
     for (const f of out.crtLists) writeFileSync(f.path, f.content);
     engine = testEngine(h, dir, net.netns);
     await engine.apply(LB, 'amp', out.haproxyConfig!);

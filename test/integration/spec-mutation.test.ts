@@ -150,7 +150,7 @@ t.before(loud(async () => {
   for (const [i, h] of HAPROXIES.entries()) {
     const caps = await haproxyCapabilities(h.command, join(TEST_ROOT, 'probes'));
     const k = KEEPALIVEDS[i % KEEPALIVEDS.length]!;
-    targets.push({ command: h.command, keepalived: k.command, label: `${h.label}/${k.label}`, target: { initStateAtStartup: caps.initStateAppliedAtStartup } });
+    targets.push({ command: h.command, keepalived: k.command, label: `${h.label}/${k.label}`, target: { initStateAtStartup: caps.initStateAtStartup } });
   }
 }));
 

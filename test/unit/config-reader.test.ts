@@ -33,7 +33,7 @@ test('reads backends, servers, checks and the server-state settings', () => {
   assert.equal(a.servers.map((s) => [s.name, s.checked, s.tracked]), [['m1', true, false], ['m2', false, false], ['m3', false, true]]);
   const b = info.backends.get('pool-b')!;
   assert.is(b.loadServerState, 'none');
-  assert.equal(b.servers.map((s) => [s.name, s.checked, s.hasInitState]), [['n1', true, false], ['n2', false, false], ['n3', true, true]]);
+  assert.equal(b.servers.map((s) => [s.name, s.checked, s.initStateOnLine]), [['n1', true, false], ['n2', false, false], ['n3', true, true]]);
   assert.is(b.servers[0]!.address, '[2001:db8::1]:80');
   assert.is(b.servers[0]!.line, 11);
 });
@@ -54,6 +54,21 @@ test('defaults: load-server-state-from-file and default-server check are inherit
   assert.is(info.backends.get('plain')!.servers[0]!.checked, false);
   assert.is(info.backends.get('derived')!.loadServerState, 'global');
   assert.is(info.backends.get('derived')!.servers[0]!.checked, true);
+});
+
+test("a backend's default-server adds to the defaults section's, and each server line sees the words before it", () => {
+  const info = readConfig([
+    'defaults',
+    '    default-server check',
+    'backend b',
+    '    default-server inter 2s',
+    '    server s1 1.2.3.4:80',
+    '    default-server no-check',
+    '    server s2 1.2.3.5:80',
+  ].join('\n'));
+  const [s1, s2] = info.backends.get('b')!.servers;
+  assert.equal([s1!.checked, s1!.defaultServer], [true, ['check', 'inter', '2s']]);
+  assert.equal([s2!.checked, s2!.defaultServer], [false, ['check', 'inter', '2s', 'no-check']]);
 });
 
 test('listen sections count as backends; a relative state file joins server-state-base', () => {

@@ -27,7 +27,7 @@ const DUMP = [
 ].join('\n');
 
 test('init-state: only new checked members get init-state fully-down, before the comment', () => {
-  const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), method: 'init-state' });
+  const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), initStateAtStartup: true });
   assert.equal(plan.newMembers.map((m) => `${m.backend}/${m.name}`), ['pool/new', 'nostate/n']);
   const lines = plan.effectiveConfig.split('\n');
   assert.is(lines[4], '    server old 10.0.0.1:80 check inter 1s # running');
@@ -37,7 +37,7 @@ test('init-state: only new checked members get init-state fully-down, before the
 });
 
 test('state-file: new members are seeded stopped; backends without state loading get a warning', () => {
-  const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), method: 'state-file' });
+  const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), initStateAtStartup: false });
   assert.is(plan.effectiveConfig, CONFIG);
   const state = parseServerState(plan.stateFile);
   const byName = new Map(state.entries.map((e) => [`${e.backend}/${e.server}`, e]));
@@ -51,15 +51,15 @@ test('state-file: new members are seeded stopped; backends without state loading
 
 test('a member whose address changed is new, and its old UP line is dropped', () => {
   const moved = CONFIG.replace('server old 10.0.0.1:80', 'server old 10.0.0.7:80');
-  const plan = planProtection({ configText: moved, config: readConfig(moved), running: parseServerState(DUMP), method: 'init-state' });
+  const plan = planProtection({ configText: moved, config: readConfig(moved), running: parseServerState(DUMP), initStateAtStartup: true });
   assert.ok(plan.newMembers.some((m) => m.name === 'old'));
   assert.not.ok(plan.stateFile.includes(' old 10.0.0.1 '));
 });
 
 test('fresh start: every checked member is new; protection off changes nothing', () => {
-  const fresh = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: null, method: 'state-file' });
+  const fresh = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: null, initStateAtStartup: false });
   assert.equal(fresh.newMembers.map((m) => m.name), ['old', 'new', 'n']);
-  const off = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), method: null });
+  const off = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), initStateAtStartup: false, protect: false });
   assert.equal(off.newMembers, []);
   assert.is(off.effectiveConfig, CONFIG);
 });

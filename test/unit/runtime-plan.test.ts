@@ -40,6 +40,21 @@ test('init-state the agent added at a reload is no change; on a new member it is
   assert.match(planRuntime(live, cfg(['m1 10.0.0.1:80 weight 1 check inter 3s'])).reloadReason!, /m1 changed/);
 });
 
+test('default-server check: a member added without its own `check` is added checked (add server ignores default-server)', () => {
+  const pool = (servers: string[], defaults = '    default-server check inter 2s fall 3 rise 2') => [
+    'global', '    maxconn 100', '', 'frontend f', '    bind 127.0.0.1:80', '    default_backend b', '',
+    'backend b', '    balance roundrobin', defaults, ...servers.map((s) => `    server ${s}`), '',
+  ].join('\n');
+  const plan = planRuntime(pool(['m1 10.0.0.1:80 weight 1']), pool(['m1 10.0.0.1:80 weight 1', 'm2 10.0.0.2:80 weight 1 rise 3']));
+  assert.is(plan.reloadReason, null);
+  const add = plan.steps[0]!;
+  assert.ok(add.kind === 'add' && add.checked && add.admission.method === 'maintenance', 'held down until its check passes, as a reload would');
+  assert.equal(add.kind === 'add' && add.args, ['10.0.0.2:80', 'check', 'inter', '2s', 'fall', '3', 'weight', '1', 'rise', '3']);
+  // A default-server keyword the agent cannot spell out on the add line: the member comes in with a reload.
+  const other = '    default-server check maxconn 100';
+  assert.match(planRuntime(pool(['m1 10.0.0.1:80'], other), pool(['m1 10.0.0.1:80', 'm2 10.0.0.2:80'], other)).reloadReason!, /default-server/);
+});
+
 test('changes are described object by object', () => {
   const spec = (weight: number, extra: object[] = []) => validateSpec({
     id: 'lb', vip_address: '203.0.113.1',

@@ -1,0 +1,96 @@
+// How a member haproxy is not running yet is admitted to traffic: the rule
+// this project exists for, decided here and nowhere else. A checked member
+// gets no traffic before a health check passed; a member without checks is
+// admitted at once, since nothing would ever bring it up. Pure.
+//
+//   checked  init-state on  path     haproxy applies init-state  admitted by      ready
+//            its line                at start-up
+//   no       -              any      -                           none             at once
+//   yes      yes            load     -                           init-state       haproxy's checks
+//   yes      no             load     yes                         init-state (*)   haproxy's checks
+//   yes      no             load     no                          state-file       haproxy's checks
+//   yes      yes            runtime  -                           init-state       haproxy's checks
+//   yes      no             runtime  -                           maintenance      the agent, after a passed check
+//
+//   (*) the agent writes `init-state fully-down` on the line it loads.
+//
+// The runtime path does not depend on the start-up capability: `enable
+// server` leaves a dynamic server with init-state DOWN on every haproxy that
+// takes the keyword, and one that does not refuses the `add server`, so the
+// engine reloads. Without init-state on the line, leaving maintenance makes a
+// server UP at once (seen on 2.6), so the member stays in maintenance with
+// checks running until the agent sees a check pass.
+
+/** What holds a member down on its line; the agent writes it on the load path (and the renderer, macros.njk). */
+export const HOLD_DOWN = ['init-state', 'fully-down'] as const;
+
+export type AdmissionMethod =
+  /** A member without checks: traffic at once. */
+  | 'none'
+  /** `init-state fully-down` on the server line: DOWN until its checks pass. */
+  | 'init-state'
+  /** Seeded stopped in the server-state file haproxy loads at the (re)load. */
+  | 'state-file'
+  /** Added in maintenance with checks running; made ready by the agent. */
+  | 'maintenance';
+
+export interface Admission {
+  method: AdmissionMethod;
+  /** Who lets traffic in: nobody waits, haproxy's own checks, or the agent once it saw a check pass (isReady). */
+  ready: 'at-once' | 'haproxy' | 'agent';
+}
+
+export interface MemberFacts {
+  /** Health checks run on the member (the config reader's answer: own `check`, default-server, not `track`). */
+  checked: boolean;
+  /** The server line carries `init-state` itself. */
+  initStateOnLine: boolean;
+}
+
+export type AdmissionInput = MemberFacts & (
+  /** haproxy (re)loads a config; `initStateAtStartup`: the binary applies `init-state fully-down` then (probed). */
+  | { path: 'load'; initStateAtStartup: boolean }
+  /** `add server`, or `state ready` after maintenance, on the running worker. */
+  | { path: 'runtime' });
+
+const READY: Record<AdmissionMethod, Admission['ready']> = {
+  none: 'at-once', 'init-state': 'haproxy', 'state-file': 'haproxy', maintenance: 'agent',
+};
+
+export function admit(member: AdmissionInput): Admission {
+  const method = methodOf(member);
+  return { method, ready: READY[method] };
+}
+
+function methodOf(member: AdmissionInput): AdmissionMethod {
+  if (!member.checked) return 'none';
+  if (member.initStateOnLine) return 'init-state';
+  if (member.path === 'runtime') return 'maintenance';
+  return member.initStateAtStartup ? 'init-state' : 'state-file';
+}
+
+/** A member the agent holds in maintenance is ready once its last check passed and its health reached `rise`. */
+export function isReady(server: { checkResult: number; checkHealth: number }, rise: number): boolean {
+  return server.checkResult === 3 && server.checkHealth >= rise;
+}
+
+/**
+ * A member the agent keeps in maintenance until its first check passes is
+ * reported DOWN, as haproxy reports a member held down by init-state: MAINT
+ * would read as disabled by the operator (Octavia's OFFLINE).
+ */
+export function withPendingDown<R extends { pxname: string; svname: string; status: string }>(
+  rows: R[], pending: { backend: string; server: string }[],
+): R[] {
+  const held = new Set(pending.map((p) => `${p.backend}/${p.server}`));
+  return rows.map((r) => (r.status.startsWith('MAINT') && held.has(`${r.pxname}/${r.svname}`) ? { ...r, status: 'DOWN' } : r));
+}
+
+/**
+ * Without a binary to probe, the version is a guess: the start-up fix is in
+ * 3.4 and was backported to some 3.2/3.3 releases only, so older versions
+ * count as without it (the engine then seeds the state file instead).
+ */
+export function initStateAtStartupByVersion(major: number, minor: number): boolean {
+  return major > 3 || (major === 3 && minor >= 4);
+}
