@@ -42,6 +42,7 @@ export async function buildEngine(config: AgentConfig, log: Logger): Promise<Hap
 
 /** A package's installed version (dpkg), or '' when it is not installed. */
 export async function packageVersion(pkg: string): Promise<string> {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format syntax
   const res = await run(['dpkg-query', '-W', '-f=${Version}', pkg]);
   return res.exitCode === 0 ? res.stdout.trim() : '';
 }

@@ -45,6 +45,7 @@ function runFile(file: string): Promise<{ passed: number; failed: number; ms: nu
     child.on('close', (code) => {
       clearTimeout(limit);
       // uvu prints "Total: N" and "Passed: N" per file (colours stripped).
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC
       const plain = out.replace(/\x1b\[[0-9;]*m/g, '');
       const total = [...plain.matchAll(/Total:\s+(\d+)/g)].reduce((s, m) => s + Number(m[1]), 0);
       const passed = [...plain.matchAll(/Passed:\s+(\d+)/g)].reduce((s, m) => s + Number(m[1]), 0);

@@ -64,7 +64,7 @@ export async function serve(args: string[]): Promise<void> {
     // Outside a Debian package (a custom haproxy_cmd) report the binary's own version.
     haproxy: haproxy || caps.version, keepalived: keepalived!, ipvsadm: ipvsadm!,
   }));
-  let reloadServerCertificate = async () => undefined as void;
+  let reloadServerCertificate: () => Promise<void> = async () => {};
   const metrics = new ApplyMetrics();
   const app = createApp({
     log: log.child({ module: 'api' }),

@@ -22,6 +22,7 @@ export class ConfigStore {
   async replace(text: string): Promise<void> {
     // An INI parser accepts almost any text; a config the agent could not
     // restart with must not replace the one it runs with.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
     if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/.test(text)) throw new ConfigError('the configuration contains control characters');
     for (const section of ['haproxy_amphora', 'amphora_agent']) {
       if (!new RegExp(`^\\s*\\[${section}\\]\\s*$`, 'm').test(text)) throw new ConfigError(`the configuration has no [${section}] section`);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { run } from '../system/exec.js';
 import { ensureDir, removeTree } from '../system/files.js';
 import { masterCommand, parseShowProc, workerCommand } from './master-cli.js';
-import { parseServerState } from './server-state.js';
+import { parseServerState, type ServerStateEntry } from './server-state.js';
 
 export interface HaproxyCapabilities {
   /** argv prefix that runs this haproxy. */
@@ -145,7 +145,7 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
     }
     // A worker listed by the master may not answer its CLI yet: ask until the
     // server shows up, or a missing answer would read as "init-state ignored".
-    let server;
+    let server: ServerStateEntry | undefined;
     while (!server) {
       const text = await workerCommand(sock, 'show servers state', 1000).catch(() => '');
       server = parseServerState(text).entries.find((e) => e.backend === 'b' && e.server === 's');
@@ -169,7 +169,7 @@ function helpCommands(text: string): string[] {
   const out = new Set<string>();
   for (const line of text.split('\n')) {
     const m = /^\s+([a-z@][a-z0-9 _-]*?)\s*(?:[<[{(]|:|$)/.exec(line);
-    if (m && m[1]) out.add(m[1].trim());
+    if (m?.[1]) out.add(m[1].trim());
   }
   return [...out].sort();
 }

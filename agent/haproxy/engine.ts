@@ -111,7 +111,7 @@ export class HaproxyEngine {
   }
 
   /** Validate a configuration the way Octavia does: haproxy -c with the peer name and the user/group file. */
-  async validate(lbId: string, amphoraId: string, text: string): Promise<void> {
+  private async validate(lbId: string, amphoraId: string, text: string): Promise<void> {
     const files = this.files(lbId);
     await ensureDir(files.dir, 0o755);
     await writeFileAtomic(files.candidate, text, 0o600);

@@ -1,5 +1,6 @@
-// One error class per failure a caller must tell apart. The API maps these to
-// Octavia's error shapes in one place.
+// One error class per failure a caller must tell apart. Each API maps them to
+// its error shapes: API 1.0 in its route handlers (api/v1/router.ts), API 2.0
+// in api/v2/router.ts.
 
 /** haproxy -c rejected the configuration; `output` is haproxy's own message. */
 export class InvalidConfigError extends Error {

@@ -73,7 +73,7 @@ export function stoppedServerLine(backend: string, server: string, address: stri
 
 export function formatServerState(header: string[], lines: string[]): string {
   const head = header.length >= 2 ? header : [SERVER_STATE_VERSION, FIELD_NAMES];
-  return [...head, ...lines].join('\n') + '\n';
+  return `${[...head, ...lines].join('\n')}\n`;
 }
 
 /** Split a haproxy server address (`10.0.0.1:80`, `[2001:db8::1]:80`, `2001:db8::1:80`) into host and port. */

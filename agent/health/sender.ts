@@ -1,9 +1,10 @@
 // The heartbeat loop: every heartbeat_interval, one datagram to the next
 // health manager of controller_ip_port_list (round robin), as Octavia's
-// health sender does. Settings are read from the ConfigStore on every beat, so
-// PUT /1.0/config takes effect at the next one. Nothing here may stop the
-// loop: a broken stats socket, an unreachable manager or a haproxy restart
-// only costs that beat's data.
+// health sender does. Settings are read from the ConfigStore on every beat,
+// and a PUT /1.0/config that changes [health_manager] sends a beat at once
+// (ConfigStore.onChange) rather than after the old interval. Nothing here
+// may stop the loop: a broken stats socket, an unreachable manager or a
+// haproxy restart only costs that beat's data.
 import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import { createConnection } from 'node:net';

@@ -1,5 +1,7 @@
 // A spec defines pools in two places (shared `pools[]` and inline
-// `default_pool`s) and refers to them by id: the one place that resolves them.
+// `default_pool`s) and refers to them by id: this resolves them in a valid
+// spec. validate.ts walks both places itself, since it must name duplicates
+// and dangling ids by their field paths.
 import type { ListenerSpec, LoadBalancerSpec, PoolSpec } from './types.js';
 
 /** Every pool of a valid spec by id, shared and inline. */

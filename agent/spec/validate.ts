@@ -123,8 +123,12 @@ function relationProblems(spec: LoadBalancerSpec): string[] {
     if (prior) problem(`${path}.id`, `duplicate pool id "${pool.id}" (also ${prior.path})`);
     else pools.set(pool.id, { pool, path });
   };
-  spec.pools.forEach((p, i) => definePool(p, `pools[${i}]`));
-  spec.listeners.forEach((l, i) => l.default_pool && definePool(l.default_pool, `listeners[${i}].default_pool`));
+  spec.pools.forEach((p, i) => {
+    definePool(p, `pools[${i}]`);
+  });
+  spec.listeners.forEach((l, i) => {
+    if (l.default_pool) definePool(l.default_pool, `listeners[${i}].default_pool`);
+  });
 
   const unique = (kind: string) => {
     const seen = new Map<string, string>();
@@ -146,7 +150,9 @@ function relationProblems(spec: LoadBalancerSpec): string[] {
     if (vipSeen.has(v.ip_address)) problem(`additional_vips[${i}].ip_address`, `${v.ip_address} is already a VIP of this load balancer`);
     vipSeen.add(v.ip_address);
   });
-  spec.amphorae.forEach((a, i) => amphoraId(a.id, `amphorae[${i}].id`));
+  spec.amphorae.forEach((a, i) => {
+    amphoraId(a.id, `amphorae[${i}].id`);
+  });
   if (spec.topology === 'ACTIVE_STANDBY' && spec.amphorae.length === 0) {
     problem('amphorae', 'an ACTIVE_STANDBY load balancer needs its amphorae (haproxy peers)');
   }
@@ -306,7 +312,9 @@ function listenerProblems(l: ListenerSpec, path: string, problem: Report): void 
   }
   tlsVersionProblems(l.tls_versions, `${path}.tls_versions`, problem);
   if (l.tls_ciphers !== undefined) cipherProblems(l.tls_ciphers, l.tls_versions, `${path}.tls_ciphers`, problem);
-  (l.allowed_cidrs ?? []).forEach((c, i) => cidrProblem(c) && problem(`${path}.allowed_cidrs[${i}]`, `"${c}" is not an IPv4 or IPv6 CIDR`));
+  (l.allowed_cidrs ?? []).forEach((c, i) => {
+    if (cidrProblem(c)) problem(`${path}.allowed_cidrs[${i}]`, `"${c}" is not an IPv4 or IPv6 CIDR`);
+  });
   if (l.client_ca_tls_container_ref === undefined) {
     if (l.client_authentication !== 'NONE') problem(`${path}.client_authentication`, `${l.client_authentication} needs client_ca_tls_container_ref`);
     if (l.client_crl_container_ref !== undefined) problem(`${path}.client_crl_container_ref`, 'needs client_ca_tls_container_ref');

@@ -1,6 +1,8 @@
-// The one place the agent writes files. Writes are atomic (temp file, fsync,
-// rename, fsync of the directory) so a crash leaves either the old or the new
-// content on disk, never a torn file.
+// Where the agent writes the files it keeps. Writes are atomic (temp file,
+// fsync, rename, fsync of the directory) so a crash leaves either the old or
+// the new content on disk, never a torn file. Scratch files in a temporary
+// directory (the capability probe's configs, `check`'s copies) are written
+// directly: nothing reads them after a crash.
 //
 // Most system calls are synchronous on purpose: the agent's files are small
 // (configs, specs, state records), and through fs/promises one atomic write

@@ -197,6 +197,7 @@ test.after(async () => {
 test('the image has the agent, Node.js, haproxy, keepalived and the tools the agent runs', () => {
   const node = sh('chroot', [ROOTFS, '/usr/bin/node', '--version']).trim();
   const haproxy = sh('chroot', [ROOTFS, '/usr/sbin/haproxy', '-v']).split('\n')[0]!;
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format syntax
   const keepalived = sh('chroot', [ROOTFS, 'dpkg-query', '-W', '-f=${Version}', 'keepalived']);
   console.log(`image: node ${node}, ${haproxy}, keepalived ${keepalived}`);
   assert.match(node, /^v(2[0-9]|[3-9][0-9])\./);

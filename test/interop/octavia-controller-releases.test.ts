@@ -166,7 +166,7 @@ OCTAVIAS.forEach((o, i) => {
     mkdirSync(pki);
     const serverCa = makeCa(pki, 'server-ca');
     const clientCa = makeCa(pki, 'client-ca');
-    const amphoraId = 'a1b2c3d4-0000-4000-8000-00000000002' + String(i);
+    const amphoraId = `a1b2c3d4-0000-4000-8000-00000000002${i}`;
     const server = issue(serverCa, 'agent', { dnsName: amphoraId, usage: 'serverAuth' });
     const client = issue(clientCa, 'controller', { usage: 'clientAuth' });
     const target = { amphoraId, port: 20305 + i, client, serverCa, basePath: join(dir, 'lib'), certDir: join(dir, 'lib', 'certs') };

@@ -7,8 +7,8 @@
 //    details, and compared semantically with ours. 19 is the reference; the
 //    only differences allowed are listed, with reasons and the releases they
 //    apply to, in render-allow-list.ts.
-// Also: the malformed specs in test/fixtures/specs/invalid are refused with
-// the exact field path.
+// The malformed specs in test/fixtures/specs/invalid are refused with the
+// exact field path in test/unit/spec-invalid.test.ts (pure; no haproxy).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -18,7 +18,7 @@ import { HAPROXIES, KEEPALIVEDS, OCTAVIAS, TEST_ROOT } from '../helpers/haproxie
 import { fixtureWorkspace } from '../helpers/fixture-certs.js';
 import { diffConfigs, formatDifferences } from '../helpers/haproxy-compare.js';
 import { OctaviaRenderer, octaviaAmpDetails, octaviaSettings } from '../helpers/octavia-render.js';
-import { SpecError, validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/spec/validate.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts, type RenderTarget } from '../../agent/render/settings.js';
 import { checkSpec } from '../../agent/cli/render.js';
@@ -121,20 +121,6 @@ for (const file of fixtures) {
         );
       }
     }
-  });
-}
-
-for (const file of invalid) {
-  t(`invalid/${file}: refused with the exact field path`, () => {
-    const { spec, error } = load(join('invalid', file)) as { spec: unknown; error: string };
-    try {
-      validateSpec(spec);
-    } catch (err) {
-      assert.instance(err, SpecError);
-      assert.ok((err as SpecError).problems.some((p) => p.startsWith(error)), `expected "${error}", got: ${(err as Error).message}`);
-      return;
-    }
-    assert.unreachable('the malformed spec was accepted');
   });
 }
 

@@ -32,6 +32,7 @@ test('option http-use-htx is dropped where refused; every other line stays', () 
 test('both forms translated where both are refused', () => {
   const out = runnableConfig(SIXTEEN, { legacyHttpchkAccepted: false, httpUseHtxAccepted: false });
   assert.not.match(out, /http-use-htx/);
+  // biome-ignore lint/complexity/noAdjacentSpacesInRegex: the indentation of the config text, as written
   assert.match(out, /^    option httpchk\n    http-check send meth GET uri \/healthz ver HTTP\/1\.0$/m);
 });
 
