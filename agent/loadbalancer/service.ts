@@ -23,14 +23,20 @@ import type { Logger } from '../log.js';
 import { secondsSince, type ApplyMetrics } from './metrics.js';
 import { certificateFiles, readStoredSpec, removeStoredSpec, specEtag, storedSpecText, type StoredSpec } from './spec-store.js';
 import { loadBalancerStatus, type LoadBalancerStatus } from './status.js';
+import { AgentError } from '../errors.js';
 
-export class PreconditionFailedError extends Error {
+export class PreconditionFailedError extends AgentError {
+  readonly kind = 'precondition_failed';
+
   constructor(readonly currentEtag: string | null) {
     super(currentEtag === null ? 'the load balancer does not exist' : `the spec changed: its ETag is now ${currentEtag}`);
   }
 }
 
-export class SpecMismatchError extends Error {}
+/** The spec's id is not the load balancer of the path. */
+export class SpecMismatchError extends AgentError {
+  readonly kind = 'invalid_input';
+}
 
 export interface PutResult {
   result: ChangeReport['result'] | 'dry_run';
@@ -281,7 +287,9 @@ export class LoadBalancerService {
   }
 }
 
-export class MissingCertificateError extends Error {
+export class MissingCertificateError extends AgentError {
+  readonly kind = 'conflict';
+
   constructor(readonly file: string) {
     super(`certificate file "${file}" has not been uploaded (PUT /2.0/loadbalancers/{id}/certificates/${file})`);
   }
