@@ -1,5 +1,6 @@
-// The words for applies, said once: the engine's reports, both APIs'
-// responses, the metrics labels and the OpenAPI document use these.
+// The words for applies, said once: both APIs' responses, the metrics
+// labels and the OpenAPI document use these, and the member key of the
+// reports' step and pending lists.
 //  - a plan says what an apply will do (a dry run returns it);
 //  - an outcome says what it did (a reload plan ends as "started" when
 //    haproxy was not running, as "reloaded" when it was).

@@ -22,7 +22,7 @@ import { keepalivedSettings } from '../keepalived/process.js';
 import { LVS_PROTOCOLS } from '../spec/types.js';
 import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
-import { isReload, type ApplyOutcome, type ApplyPlan, type PutResultWord } from './outcome.js';
+import { isReload, memberKey, type ApplyOutcome, type ApplyPlan, type PutResultWord } from './outcome.js';
 import { recordedApply } from './recorded-apply.js';
 import { certificateFiles, readStoredSpec, removeStoredSpec, specEtag, storedSpecText, type StoredSpec } from './spec-store.js';
 import { loadBalancerStatus, type LoadBalancerStatus } from './status.js';
@@ -159,7 +159,7 @@ export class LoadBalancerService {
     return {
       result: 'dry_run', created: p.current === null, etag: p.next.etag, changes: p.changes, config: config ?? '',
       plan: config !== null && reloadReason !== null ? 'reload' : same ? 'unchanged' : 'runtime',
-      runtime: plan.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`), reloadReason, pending: [],
+      runtime: plan.steps.map((s) => `${s.kind} ${memberKey(s.backend, s.server)}`), reloadReason, pending: [],
       lvs: [...p.rendered.lvsConfigs.map((c) => `apply ${c.listenerId}`), ...p.lvsRemoved.map((id) => `remove ${id}`)],
     };
   }
@@ -192,7 +192,7 @@ export class LoadBalancerService {
     const result = lvs.length > 0 && (report.result === 'unchanged' || report.result === 'runtime') ? 'reloaded' : report.result;
     return {
       result, created: p.current === null, etag: p.next.etag, changes: p.changes,
-      runtime: report.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`),
+      runtime: report.steps.map((s) => `${s.kind} ${memberKey(s.backend, s.server)}`),
       reloadReason: report.reloadReason ?? (lvs.length > 0 ? 'UDP/SCTP listeners changed' : null), pending: report.pending, lvs,
     };
   }
