@@ -1,6 +1,7 @@
-// Octavia's two error shapes, produced in one place:
+// JSON responses as Octavia's agent writes them, and its two error shapes:
 //  - handler errors: {"message": ..., "details": ...}
 //  - framework errors (no route, wrong method, bad request): {"error": "<code> <Name>: <text>", "http_code": <code>}
+// Which error gets which shape is decided in api/v1/errors.ts.
 // Every 404 is JSON: the controller reads a non-JSON 404 as "agent not up yet" and retries.
 import type { Response } from 'express';
 
@@ -26,7 +27,12 @@ export function sendMessage(res: Response, status: number, message: string, deta
   sendJson(res, status, details === undefined ? { message } : { message, details });
 }
 
-export function sendFrameworkError(res: Response, status: number, text?: string): void {
+/** The framework's error body; `text` replaces the standard description of the status. */
+export function frameworkBody(status: number, text?: string): { error: string; http_code: number } {
   const description = text ?? FRAMEWORK_TEXT[status] ?? 'Error';
-  sendJson(res, status, { error: `${status} ${description}`, http_code: status });
+  return { error: `${status} ${description}`, http_code: status };
+}
+
+export function sendFrameworkError(res: Response, status: number, text?: string): void {
+  sendJson(res, status, frameworkBody(status, text));
 }

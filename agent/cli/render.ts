@@ -18,6 +18,7 @@ import { run } from '../system/exec.js';
 import { readAmphoraFacts } from '../info/amphora-facts.js';
 import { runWithScratchNetns } from '../system/netns.js';
 import { ensureDir, removeTree, writeFileAtomic } from '../system/files.js';
+import { AgentError } from '../errors.js';
 
 export const RENDER_USAGE = `  render SPEC.json [--haproxy PATH | --haproxy-version X.Y] [--config-file PATH]
               print the haproxy (and keepalived LVS) configs a load-balancer spec renders to
@@ -56,7 +57,9 @@ function parseOptions(command: string, args: string[]): Options {
   return opts;
 }
 
-export class UsageError extends Error {}
+export class UsageError extends AgentError {
+  readonly kind = 'invalid_input';
+}
 
 async function loadSpec(file: string): Promise<LoadBalancerSpec> {
   const text = file === '-' ? await readStdin() : await readFile(file, 'utf8');

@@ -5,6 +5,7 @@
 import ini from 'ini';
 import { join } from 'node:path';
 import { DEFAULT_RENDER_SETTINGS as D, type RenderSettings } from '../render/settings.js';
+import { AgentError } from '../errors.js';
 
 export type ProcessManager = 'auto' | 'direct' | 'systemd';
 
@@ -59,7 +60,10 @@ export interface AgentConfig {
   debug: boolean;
 }
 
-export class ConfigError extends Error {}
+/** An option of amphora-agent.conf that the agent cannot run with. */
+export class ConfigError extends AgentError {
+  readonly kind = 'invalid_input';
+}
 
 type Section = Record<string, unknown>;
 

@@ -3,7 +3,13 @@
 // them next (the heartbeat sender subscribes to changes).
 import { readFile } from 'node:fs/promises';
 import { writeFileAtomic } from '../system/files.js';
+import { AgentError } from '../errors.js';
 import { ConfigError, parseAgentConfig, type AgentConfig } from './agent-config.js';
+
+/** A valid configuration that could not be stored; the agent keeps the one it runs with. */
+export class ConfigNotStoredError extends AgentError {
+  readonly kind = 'command_failed';
+}
 
 export class ConfigStore {
   private listeners: ((config: AgentConfig) => void)[] = [];
@@ -18,8 +24,17 @@ export class ConfigStore {
     return this.config;
   }
 
-  /** Validate, then atomically replace the config file. Throws ConfigError for bad input. */
+  /** Validate, then atomically replace the config file. Throws ConfigError for bad input, ConfigNotStoredError for anything else. */
   async replace(text: string): Promise<void> {
+    try {
+      await this.store(text);
+    } catch (err) {
+      // The message is String(err), as Octavia's agent reports it ("Error: ...").
+      throw err instanceof ConfigError ? err : new ConfigNotStoredError(String(err));
+    }
+  }
+
+  private async store(text: string): Promise<void> {
     // An INI parser accepts almost any text; a config the agent could not
     // restart with must not replace the one it runs with.
     // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point

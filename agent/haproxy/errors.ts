@@ -1,16 +1,20 @@
-// One error class per failure a caller must tell apart. Each API maps them to
-// its error shapes: API 1.0 in its route handlers (api/v1/router.ts), API 2.0
-// in api/v2/router.ts.
+// haproxy's failures: its verdict on a config, a start/reload/stop that did
+// not happen, and a load balancer it does not know. The APIs map them in
+// api/v1/errors.ts and api/v2/errors.ts.
+import { AgentError } from '../errors.js';
 
 /** haproxy -c rejected the configuration; `output` is haproxy's own message. */
-export class InvalidConfigError extends Error {
+export class InvalidConfigError extends AgentError {
+  readonly kind = 'config_rejected';
+
   constructor(readonly output: string) {
     super(`haproxy rejected the configuration:\n${output}`);
   }
 }
 
 /** haproxy failed to start, reload or stop; the previous config keeps serving. */
-export class HaproxyFailedError extends Error {
+export class HaproxyFailedError extends AgentError {
+  readonly kind = 'haproxy_failed';
   readonly output: string;
 
   constructor(readonly action: string, output: string) {
@@ -34,7 +38,9 @@ function essentialOutput(output: string): string {
   return kept.length > MAX_OUTPUT ? `${kept.slice(0, MAX_OUTPUT)}...` : kept;
 }
 
-export class LoadBalancerNotFoundError extends Error {
+export class LoadBalancerNotFoundError extends AgentError {
+  readonly kind = 'not_found';
+
   constructor(readonly lbId: string) {
     super(`no load balancer ${lbId}`);
   }

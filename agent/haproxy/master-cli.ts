@@ -2,8 +2,11 @@
 // short-lived connection per command, always closed: the master serves at most
 // 100 connections and a reload closes them all anyway.
 import { createConnection } from 'node:net';
+import { AgentError } from '../errors.js';
 
-export class MasterCliError extends Error {}
+export class MasterCliError extends AgentError {
+  readonly kind = 'command_failed';
+}
 
 export async function masterCommand(socketPath: string, command: string, timeoutMs = 10_000): Promise<string> {
   return new Promise((resolve, reject) => {

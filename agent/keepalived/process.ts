@@ -9,6 +9,7 @@ import { readTextIfExists, removeFile, writeFileAtomic } from '../system/files.j
 import { ensureNetns } from '../system/netns.js';
 import { isProcessAlive, readPidFile, terminateProcess } from '../system/proc.js';
 import type { AgentConfig } from '../config/agent-config.js';
+import { AgentError } from '../errors.js';
 
 export interface KeepalivedInstance {
   /** systemd unit name without .service: octavia-keepalived or octavia-keepalivedlvs-<id>. */
@@ -20,7 +21,9 @@ export interface KeepalivedInstance {
   launchLog: string;
 }
 
-export class KeepalivedFailedError extends Error {
+export class KeepalivedFailedError extends AgentError {
+  readonly kind = 'keepalived_failed';
+
   constructor(readonly action: string, readonly output: string) {
     super(`keepalived ${action} failed: ${output}`);
   }

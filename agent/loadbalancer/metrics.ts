@@ -2,8 +2,7 @@
 // does the exposition format and histogram buckets, which are easy to get
 // subtly wrong by hand.
 import { Counter, Histogram, Registry } from 'prom-client';
-
-export type ApplyOutcome = 'reloaded' | 'started' | 'runtime' | 'unchanged' | 'failed';
+import { isReload, type RecordedOutcome } from './outcome.js';
 
 /** Seconds since a process.hrtime.bigint() reading: what the latency histogram takes. */
 export function secondsSince(started: bigint): number {
@@ -32,8 +31,8 @@ export class ApplyMetrics {
     labelNames: ['api', 'outcome'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [this.registry],
   });
 
-  record(api: ApplyApi, outcome: ApplyOutcome, seconds: number): void {
-    if (outcome === 'reloaded' || outcome === 'started') this.reloads.inc({ api });
+  record(api: ApplyApi, outcome: RecordedOutcome, seconds: number): void {
+    if (outcome !== 'failed' && isReload(outcome)) this.reloads.inc({ api });
     if (outcome === 'runtime') this.runtimeChanges.inc({ api });
     if (outcome === 'failed') this.failed.inc({ api });
     this.latency.observe({ api, outcome }, seconds);

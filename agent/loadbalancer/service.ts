@@ -13,27 +13,36 @@ import { renderLoadBalancer } from '../render/render.js';
 import type { AmphoraFacts, RenderedLoadBalancer } from '../render/settings.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
 import { validateSpec } from '../spec/validate.js';
-import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
+import { ensureDir, readTextIfExists, writeFileAtomic } from '../system/files.js';
 import { afterHaproxyChange, afterLvsStart } from './announce.js';
+import { certificateDir, readCertificate, removeCertificate, removeCertificates, storeCertificate } from './certificates.js';
 import { describeChanges } from './changes.js';
 import { applyLvs, lvsInstance, lvsStatus, removeLvs } from '../keepalived/service.js';
 import { keepalivedSettings } from '../keepalived/process.js';
 import { LVS_PROTOCOLS } from '../spec/types.js';
 import type { Logger } from '../log.js';
-import { secondsSince, type ApplyMetrics } from './metrics.js';
+import type { ApplyMetrics } from './metrics.js';
+import { isReload, memberKey, type ApplyOutcome, type ApplyPlan, type PutResultWord } from './outcome.js';
+import { recordedApply } from './recorded-apply.js';
 import { certificateFiles, readStoredSpec, removeStoredSpec, specEtag, storedSpecText, type StoredSpec } from './spec-store.js';
 import { loadBalancerStatus, type LoadBalancerStatus } from './status.js';
+import { AgentError } from '../errors.js';
 
-export class PreconditionFailedError extends Error {
+export class PreconditionFailedError extends AgentError {
+  readonly kind = 'precondition_failed';
+
   constructor(readonly currentEtag: string | null) {
     super(currentEtag === null ? 'the load balancer does not exist' : `the spec changed: its ETag is now ${currentEtag}`);
   }
 }
 
-export class SpecMismatchError extends Error {}
+/** The spec's id is not the load balancer of the path. */
+export class SpecMismatchError extends AgentError {
+  readonly kind = 'invalid_input';
+}
 
 export interface PutResult {
-  result: ChangeReport['result'] | 'dry_run';
+  result: PutResultWord;
   created: boolean;
   etag: string;
   changes: string[];
@@ -46,7 +55,7 @@ export interface PutResult {
   lvs: string[];
   /** With dry_run: the rendered config and what applying it would do. */
   config?: string;
-  plan?: 'unchanged' | 'runtime' | 'reload';
+  plan?: ApplyPlan;
 }
 
 interface Prepared {
@@ -82,7 +91,7 @@ export class LoadBalancerService {
   }) {}
 
   private certDir(lbId: string): string {
-    return join(this.deps.config.current.haproxyAmphora.baseCertDir, lbId);
+    return certificateDir(this.deps.config.current, lbId);
   }
 
   private specPath(lbId: string): string {
@@ -109,13 +118,13 @@ export class LoadBalancerService {
       const p = await this.prepare(spec, current);
       if (opts.dryRun) return this.dryRun(lbId, p);
       try {
-        const out = await this.apply(lbId, p);
-        this.specs.set(lbId, p.next);
-        this.deps.metrics.record('2.0', out.result, secondsSince(started));
-        if (out.result === 'started' || out.result === 'reloaded') await afterHaproxyChange(this.deps, lbId, p.rendered.haproxyConfig !== null);
-        return out;
+        const applied = await recordedApply(this.deps, '2.0', lbId, async () => {
+          const out = await this.apply(lbId, p);
+          this.specs.set(lbId, p.next);
+          return { out, outcome: out.result, announce: isReload(out.result) ? p.rendered.haproxyConfig !== null : null };
+        }, started);
+        return applied.out;
       } catch (err) {
-        this.deps.metrics.record('2.0', 'failed', secondsSince(started));
         this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
         await this.removeNewLvs(p.lvsAdded);
         throw err;
@@ -150,13 +159,13 @@ export class LoadBalancerService {
     return {
       result: 'dry_run', created: p.current === null, etag: p.next.etag, changes: p.changes, config: config ?? '',
       plan: config !== null && reloadReason !== null ? 'reload' : same ? 'unchanged' : 'runtime',
-      runtime: plan.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`), reloadReason, pending: [],
+      runtime: plan.steps.map((s) => `${s.kind} ${memberKey(s.backend, s.server)}`), reloadReason, pending: [],
       lvs: [...p.rendered.lvsConfigs.map((c) => `apply ${c.listenerId}`), ...p.lvsRemoved.map((id) => `remove ${id}`)],
     };
   }
 
   /** haproxy through the engine (runtime or reload), then keepalived for UDP/SCTP listeners, then the spec. */
-  private async apply(lbId: string, p: Prepared): Promise<PutResult & { result: ChangeReport['result'] }> {
+  private async apply(lbId: string, p: Prepared): Promise<PutResult & { result: ApplyOutcome }> {
     const config = p.rendered.haproxyConfig;
     // Without LVS listeners the spec is written with the config, in the
     // engine's one step; with them, after keepalived too has taken its part.
@@ -183,7 +192,7 @@ export class LoadBalancerService {
     const result = lvs.length > 0 && (report.result === 'unchanged' || report.result === 'runtime') ? 'reloaded' : report.result;
     return {
       result, created: p.current === null, etag: p.next.etag, changes: p.changes,
-      runtime: report.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`),
+      runtime: report.steps.map((s) => `${s.kind} ${memberKey(s.backend, s.server)}`),
       reloadReason: report.reloadReason ?? (lvs.length > 0 ? 'UDP/SCTP listeners changed' : null), pending: report.pending, lvs,
     };
   }
@@ -221,7 +230,7 @@ export class LoadBalancerService {
       await this.deps.engine.delete(lbId);
       await removeStoredSpec(this.specPath(lbId));
       this.specs.set(lbId, null);
-      await removeTree(this.certDir(lbId));
+      await removeCertificates(this.deps.config.current, lbId);
       await afterHaproxyChange(this.deps, lbId, false);
       return true;
     });
@@ -239,15 +248,13 @@ export class LoadBalancerService {
     return loadBalancerStatus(stored.spec, rows, lvs);
   }
 
-  async putCertificate(lbId: string, name: string, pem: Buffer): Promise<void> {
-    await ensureDir(this.certDir(lbId), 0o700);
-    await writeFileAtomic(join(this.certDir(lbId), name), pem, 0o600);
+  putCertificate(lbId: string, name: string, pem: Buffer): Promise<void> {
+    return storeCertificate(this.deps.config.current, lbId, name, pem);
   }
 
   async deleteCertificate(lbId: string, name: string): Promise<boolean> {
-    const path = join(this.certDir(lbId), name);
-    if ((await readTextIfExists(path)) === null) return false;
-    await removeFile(path);
+    if ((await readCertificate(this.deps.config.current, lbId, name)) === null) return false;
+    await removeCertificate(this.deps.config.current, lbId, name);
     return true;
   }
 
@@ -281,7 +288,9 @@ export class LoadBalancerService {
   }
 }
 
-export class MissingCertificateError extends Error {
+export class MissingCertificateError extends AgentError {
+  readonly kind = 'conflict';
+
   constructor(readonly file: string) {
     super(`certificate file "${file}" has not been uploaded (PUT /2.0/loadbalancers/{id}/certificates/${file})`);
   }

@@ -8,8 +8,11 @@ import { explode, ipFamily } from './ip.js';
 import { interfaceFamilies, type InterfaceFile } from './interface-file.js';
 import { applyMasquerade, removeMasquerade } from './masquerade.js';
 import { loadVipFirewall } from './nftables.js';
+import { AgentError } from '../errors.js';
 
-export class InterfaceError extends Error {}
+export class InterfaceError extends AgentError {
+  readonly kind = 'command_failed';
+}
 
 async function ip(netns: string, args: string[]): Promise<string> {
   const res = await run(['ip', '-n', netns, ...args]);

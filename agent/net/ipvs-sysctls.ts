@@ -9,6 +9,7 @@
 // (/proc/sys/net/ipv4/vs in the namespace): absent ones are skipped.
 import type { Logger } from '../log.js';
 import { run } from '../system/exec.js';
+import { AgentError } from '../errors.js';
 
 export const IPVS_SYSCTLS: Record<string, string> = {
   'net.ipv4.vs.conntrack': '1',
@@ -22,7 +23,9 @@ export interface SysctlOutcome {
   absent: string[];
 }
 
-export class SysctlError extends Error {}
+export class SysctlError extends AgentError {
+  readonly kind = 'command_failed';
+}
 
 /**
  * Write each setting that exists in the namespace; report the ones that do

@@ -9,6 +9,7 @@
 // Each interface has its own tables, replaced whole, so bringing an interface
 // up again leaves exactly one set of rules (the shell helper appended another).
 import { run } from '../system/exec.js';
+import { AgentError } from '../errors.js';
 
 const tableName = (ifname: string) => `amphora-lvs-${ifname}`;
 const nftFamily = (family: 4 | 6) => (family === 4 ? 'ip' : 'ip6');
@@ -49,7 +50,9 @@ export function masqueradeRuleset(ifname: string, families: (4 | 6)[], sriov: bo
   return `${lines.join('\n')}\n`;
 }
 
-export class MasqueradeError extends Error {}
+export class MasqueradeError extends AgentError {
+  readonly kind = 'command_failed';
+}
 
 async function load(netns: string, ruleset: string): Promise<void> {
   const res = await run(['nft', '-f', '-'], { netns, input: ruleset });

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { run } from '../system/exec.js';
 import { exists, writeFileAtomic } from '../system/files.js';
+import { AgentError } from '../errors.js';
 
 export interface VipRule {
   protocol: 'SCTP' | 'TCP' | 'UDP' | 'vrrp';
@@ -47,7 +48,9 @@ export function vipRuleset(rules: VipRule[]): string {
   ].join('\n');
 }
 
-export class NftablesError extends Error {}
+export class NftablesError extends AgentError {
+  readonly kind = 'command_failed';
+}
 
 const firewallFile = (basePath: string) => join(basePath, 'nftables-vip.rules');
 

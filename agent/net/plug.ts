@@ -9,14 +9,22 @@ import { backendInterfaceFile, vipInterfaceFile, type FixedIp, type VipSubnet } 
 import { findLinkByMac, links, moveLink, rememberPlugged, writeInterfaceFile, type NetworkSettings } from './interfaces.js';
 import { announceAddresses } from './advertise.js';
 import { applyIpvsSysctls } from './ipvs-sysctls.js';
+import { AgentError } from '../errors.js';
 
 export interface PlugSettings extends NetworkSettings {
   topology: 'SINGLE' | 'ACTIVE_STANDBY';
 }
 
 /** The NIC is not visible yet (hot-plug still in progress): the controller retries on this exact text. */
-export class InterfaceNotFoundError extends Error {}
-export class InterfaceExistsError extends Error {}
+/** No interface of the namespace has the MAC address the controller named. */
+export class InterfaceNotFoundError extends AgentError {
+  readonly kind = 'not_found';
+}
+
+/** plug/vip on a MAC address whose interface is already plugged. */
+export class InterfaceExistsError extends AgentError {
+  readonly kind = 'conflict';
+}
 
 /** Move the hot-plugged link with this MAC from the agent's namespace into the amphora namespace. */
 async function moveIntoNamespace(settings: PlugSettings, mac: string, ifname: string): Promise<void> {

@@ -10,8 +10,11 @@ import { LOAD_BALANCER_SCHEMA } from './schema.js';
 import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from './types.js';
 import { prefixLength } from './netmask.js';
 import { splitCiphers, TLS13_CIPHERSUITES, versionsUse } from './ciphers.js';
+import { AgentError } from '../errors.js';
 
-export class SpecError extends Error {
+export class SpecError extends AgentError {
+  readonly kind = 'invalid_input';
+
   constructor(readonly problems: string[]) {
     super(problems.join('; '));
     this.name = 'SpecError';

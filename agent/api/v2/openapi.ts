@@ -1,13 +1,17 @@
-// The OpenAPI 3.1 description of API 2.0, generated from the spec's JSON
-// Schema so the two cannot drift. Served at /2.0/openapi.json and kept in the
-// repository as docs/openapi-2.0.json (a test compares them).
+// The OpenAPI 3.1 description of API 2.0, generated from what the API uses
+// so the two cannot drift: the spec's JSON Schema, the path parameter rules
+// (api/params.ts) and the apply words (loadbalancer/outcome.ts). Served at
+// /2.0/openapi.json and kept in the repository as docs/openapi-2.0.json
+// (`node dist/agent/main.js openapi > docs/openapi-2.0.json`; a test compares them).
+import { APPLY_PLANS, PUT_RESULTS } from '../../loadbalancer/outcome.js';
 import { LOAD_BALANCER_SCHEMA } from '../../spec/schema.js';
+import { OBJECT_ID_PATTERN, PEM_FILENAME_PATTERN } from '../params.js';
 
 const json = (schema: object) => ({ 'application/json': { schema } });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const error = (description: string) => ({ description, content: json(ref('Error')) });
-const lbId = { name: 'lb_id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' } };
-const certName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\\.pem$' } };
+const lbId = { name: 'lb_id', in: 'path', required: true, schema: { type: 'string', pattern: OBJECT_ID_PATTERN } };
+const certName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: PEM_FILENAME_PATTERN } };
 const ifMatch = {
   name: 'If-Match', in: 'header', required: false, schema: { type: 'string' },
   description: 'The ETag of the spec this change is based on ("*": any existing spec). A different current ETag gives 412.',
@@ -82,14 +86,14 @@ export function openApiDocument(): object {
           type: 'object',
           required: ['result', 'etag', 'changes'],
           properties: {
-            result: { enum: ['started', 'reloaded', 'runtime', 'unchanged', 'dry_run'] },
+            result: { enum: [...PUT_RESULTS] },
             etag: { type: 'string' },
             changes: { type: 'array', items: { type: 'string' }, description: 'Spec objects added, removed or changed' },
             runtime: { type: 'array', items: { type: 'string' }, description: 'Member changes applied through the runtime API' },
             reload_reason: { type: ['string', 'null'] },
             pending: { type: 'array', items: { type: 'string' }, description: 'Members in maintenance until their first passing check' },
             lvs: { type: 'array', items: { type: 'string' }, description: 'UDP/SCTP listeners whose keepalived was (re)started or removed' },
-            plan: { enum: ['unchanged', 'runtime', 'reload'], description: 'dry_run only' },
+            plan: { enum: [...APPLY_PLANS], description: 'dry_run only' },
             config: { type: 'string', description: 'dry_run only: the rendered haproxy config' },
           },
         },

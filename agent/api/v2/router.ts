@@ -1,17 +1,14 @@
 // API 2.0: declarative load balancers. Handlers parse, call the
-// LoadBalancerService, and map its results and typed errors to HTTP; the
-// error body is {"error": <kind>, "message": ..., "problems"?: [...]}.
+// LoadBalancerService, and turn its results and typed errors into HTTP
+// (errors.ts: {"error": <word>, "message": ..., "problems"?: [...]}).
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { HaproxyFailedError, InvalidConfigError } from '../../haproxy/errors.js';
 import type { Logger } from '../../log.js';
-import {
-  MissingCertificateError, PreconditionFailedError, SpecMismatchError, type LoadBalancerService,
-} from '../../loadbalancer/service.js';
-import { KeepalivedFailedError } from '../../keepalived/process.js';
+import type { LoadBalancerService } from '../../loadbalancer/service.js';
 import type { ApplyMetrics } from '../../loadbalancer/metrics.js';
-import { SpecError } from '../../spec/validate.js';
 import { sendJson } from '../errors.js';
 import { isObjectId, isPemFilename } from '../params.js';
+import { Routes } from '../routes.js';
+import { sendV2Error as fail, sendV2Failure } from './errors.js';
 import { openApiDocument } from './openapi.js';
 
 export interface V2Deps {
@@ -22,26 +19,9 @@ export interface V2Deps {
 
 const BODY_LIMIT = '32mb';
 
-function fail(res: Response, status: number, error: string, message: string, extra: object = {}): void {
-  sendJson(res, status, { error, message, ...extra });
-}
-
-function mapError(res: Response, err: unknown): void {
-  if (err instanceof SpecError) return fail(res, 400, 'invalid_spec', 'the spec is invalid', { problems: err.problems });
-  if (err instanceof SpecMismatchError) return fail(res, 400, 'invalid_spec', err.message);
-  if (err instanceof MissingCertificateError) return fail(res, 409, 'missing_certificate', err.message);
-  if (err instanceof PreconditionFailedError) {
-    if (err.currentEtag) res.setHeader('ETag', err.currentEtag);
-    return fail(res, 412, 'precondition_failed', err.message);
-  }
-  if (err instanceof InvalidConfigError) return fail(res, 422, 'config_rejected', 'haproxy refused the rendered configuration', { problems: err.message.split('\n') });
-  if (err instanceof HaproxyFailedError) return fail(res, 500, 'haproxy_failed', `haproxy did not ${err.action}; it keeps serving the previous configuration`, { problems: err.output.split('\n') });
-  if (err instanceof KeepalivedFailedError) return fail(res, 500, 'keepalived_failed', `keepalived (UDP/SCTP listener) did not ${err.action}`, { problems: err.output.split('\n') });
-  throw err;
-}
-
 export function createV2Router(deps: V2Deps): Router {
   const r = express.Router({ strict: true });
+  const routes = new Routes(r);
   const { loadBalancers } = deps;
   const body = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
   const pem = express.raw({ type: () => true, limit: '1mb' });
@@ -56,14 +36,14 @@ export function createV2Router(deps: V2Deps): Router {
   };
   const ifMatch = (req: Request) => req.get('If-Match')?.trim() || undefined;
 
-  r.get('/openapi.json', (_req, res) => sendJson(res, 200, openApiDocument()));
+  routes.get('/openapi.json', (_req, res) => sendJson(res, 200, openApiDocument()));
 
-  r.get('/metrics', async (_req, res) => {
+  routes.get('/metrics', async (_req, res) => {
     res.setHeader('Content-Type', deps.metrics.contentType);
     res.end(await deps.metrics.text());
   });
 
-  r.put('/loadbalancers/:lbId', lbParam, body, async (req, res) => {
+  routes.put('/loadbalancers/:lbId', lbParam, body, async (req, res) => {
     const dryRun = req.query.dry_run === 'true' || req.query.dry_run === '1';
     try {
       const out = await loadBalancers.put(String(req.params.lbId), req.body, { ifMatch: ifMatch(req), dryRun });
@@ -74,33 +54,33 @@ export function createV2Router(deps: V2Deps): Router {
         ...(dryRun ? { plan: out.plan, config: out.config } : {}),
       });
     } catch (err) {
-      mapError(res, err);
+      sendV2Failure(res, err);
     }
   });
 
-  r.get('/loadbalancers/:lbId', lbParam, async (req, res) => {
+  routes.get('/loadbalancers/:lbId', lbParam, async (req, res) => {
     const stored = await loadBalancers.get(String(req.params.lbId));
     if (!stored) return fail(res, 404, 'not_found', `no load balancer ${req.params.lbId}`);
     res.setHeader('ETag', stored.etag);
     sendJson(res, 200, { spec: stored.spec, etag: stored.etag, config: stored.config });
   });
 
-  r.delete('/loadbalancers/:lbId', lbParam, async (req, res) => {
+  routes.delete('/loadbalancers/:lbId', lbParam, async (req, res) => {
     try {
       if (!(await loadBalancers.delete(String(req.params.lbId), ifMatch(req)))) return fail(res, 404, 'not_found', `no load balancer ${req.params.lbId}`);
       res.status(204).end();
     } catch (err) {
-      mapError(res, err);
+      sendV2Failure(res, err);
     }
   });
 
-  r.get('/loadbalancers/:lbId/status', lbParam, async (req, res) => {
+  routes.get('/loadbalancers/:lbId/status', lbParam, async (req, res) => {
     const status = await loadBalancers.status(String(req.params.lbId));
     if (!status) return fail(res, 404, 'not_found', `no load balancer ${req.params.lbId}`);
     sendJson(res, 200, status);
   });
 
-  r.put('/loadbalancers/:lbId/certificates/:name', lbParam, certParam, pem, async (req, res) => {
+  routes.put('/loadbalancers/:lbId/certificates/:name', lbParam, certParam, pem, async (req, res) => {
     const data = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     if (!/-----BEGIN [A-Z0-9 ]+-----/.test(data.toString('latin1'))) {
       return fail(res, 400, 'invalid_certificate', 'the body is not a PEM file (certificate with key, CA certificate or CRL)');
@@ -109,15 +89,14 @@ export function createV2Router(deps: V2Deps): Router {
     res.status(204).end();
   });
 
-  r.delete('/loadbalancers/:lbId/certificates/:name', lbParam, certParam, async (req, res) => {
+  routes.delete('/loadbalancers/:lbId/certificates/:name', lbParam, certParam, async (req, res) => {
     if (!(await loadBalancers.deleteCertificate(String(req.params.lbId), String(req.params.name)))) {
       return fail(res, 404, 'not_found', `no certificate file ${req.params.name}`);
     }
     res.status(204).end();
   });
 
-  r.all(['/openapi.json', '/metrics', '/loadbalancers/:lbId', '/loadbalancers/:lbId/status', '/loadbalancers/:lbId/certificates/:name'],
-    (_req, res) => fail(res, 405, 'method_not_allowed', 'this method is not allowed here'));
+  routes.refuseOtherMethods((_req, res) => fail(res, 405, 'method_not_allowed', 'this method is not allowed here'));
   r.use((_req, res) => fail(res, 404, 'not_found', 'no such API 2.0 resource'));
   // Body parser errors (malformed JSON, too large) in the 2.0 shape.
   r.use((err: Error & { status?: number; type?: string }, _req: Request, res: Response, next: NextFunction) => {

@@ -1,0 +1,40 @@
+// What both APIs do around an apply of haproxy: time it, count its outcome
+// (or its failure) in the metrics, and run what follows a haproxy change
+// (announce.ts). One helper, so a 1.0 reload and a 2.0 PUT are counted and
+// announced by the same rule.
+import { AgentError } from '../errors.js';
+import { afterHaproxyChange, type AnnounceDeps } from './announce.js';
+import { secondsSince, type ApplyApi, type ApplyMetrics } from './metrics.js';
+import type { ApplyOutcome } from './outcome.js';
+
+export interface RecordedApplyDeps extends AnnounceDeps {
+  metrics: ApplyMetrics;
+}
+
+export interface Applied {
+  outcome: ApplyOutcome;
+  /** After the apply: announce haproxy as running (true), as gone (false), or not at all (null). */
+  announce: boolean | null;
+}
+
+/** A load balancer that is not there was not applied, so it is no failed apply. */
+const isFailedApply = (err: unknown) => !(err instanceof AgentError && err.kind === 'not_found');
+
+/**
+ * Run `apply` for `lbId` and record it. `started` is when the apply began
+ * from the caller's view (API 2.0 counts its render too).
+ */
+export async function recordedApply<T extends Applied>(
+  deps: RecordedApplyDeps, api: ApplyApi, lbId: string, apply: () => Promise<T>, started = process.hrtime.bigint(),
+): Promise<T> {
+  let out: T;
+  try {
+    out = await apply();
+  } catch (err) {
+    if (isFailedApply(err)) deps.metrics.record(api, 'failed', secondsSince(started));
+    throw err;
+  }
+  deps.metrics.record(api, out.outcome, secondsSince(started));
+  if (out.announce !== null) await afterHaproxyChange(deps, lbId, out.announce);
+  return out;
+}
