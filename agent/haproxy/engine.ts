@@ -21,9 +21,8 @@ import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } fro
 import { KeyedLock } from './keyed-lock.js';
 import { runnableConfig } from './runnable.js';
 import { loadBalancerFiles, peerName as peerNameOf, statsSocket, type LoadBalancerFiles } from './layout.js';
-import { parseShowStat, type StatRow } from '../health/message.js';
 import { withPendingDown, type AdmissionMethod } from './admission.js';
-import { statsSocketQuery } from '../health/sender.js';
+import { parseShowStat, showStat, type StatRow } from './stats.js';
 import { MasterCliError, workerCommand } from './master-cli.js';
 import { interruptedReloadOutcome, LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
 import { planProtection } from './protection.js';
@@ -340,7 +339,7 @@ export class HaproxyEngine {
    * check are DOWN.
    */
   async stats(lbId: string): Promise<StatRow[]> {
-    const rows = parseShowStat(await statsSocketQuery(statsSocket(this.baseDir, lbId)));
+    const rows = parseShowStat(await showStat(statsSocket(this.baseDir, lbId)));
     const pending = await this.readPending(this.files(lbId));
     return pending.length > 0 ? withPendingDown(rows, pending) : rows;
   }

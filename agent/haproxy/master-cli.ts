@@ -1,32 +1,19 @@
 // Client for haproxy's master CLI (the -S socket of master-worker mode). One
 // short-lived connection per command, always closed: the master serves at most
 // 100 connections and a reload closes them all anyway.
-import { createConnection } from 'node:net';
 import { AgentError } from '../errors.js';
+import { socketCommand } from './unix-socket.js';
 
 export class MasterCliError extends AgentError {
   readonly kind = 'command_failed';
 }
 
 export async function masterCommand(socketPath: string, command: string, timeoutMs = 10_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const sock = createConnection(socketPath);
-    const timer = setTimeout(() => {
-      sock.destroy();
-      reject(new MasterCliError(`master CLI ${socketPath}: no answer to "${command}" within ${timeoutMs} ms`));
-    }, timeoutMs);
-    sock.on('connect', () => sock.end(`${command}\n`));
-    sock.on('data', (d) => chunks.push(d));
-    sock.on('error', (err) => {
-      clearTimeout(timer);
-      reject(new MasterCliError(`master CLI ${socketPath}: ${err.message}`));
-    });
-    sock.on('close', () => {
-      clearTimeout(timer);
-      resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-  });
+  try {
+    return await socketCommand(socketPath, command, timeoutMs);
+  } catch (err) {
+    throw new MasterCliError(`master CLI ${socketPath}: ${(err as Error).message}`);
+  }
 }
 
 /** Send a command to the current worker through the master. */

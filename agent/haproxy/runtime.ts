@@ -4,7 +4,7 @@
 // line `enable server` leaves it DOWN until checks pass; otherwise it stays
 // in maintenance with checks running and is made ready once a check passed
 // (`pending`, promoted by the engine's ready watcher).
-import { parseShowStat } from '../health/message.js';
+import { parseShowStat } from './stats.js';
 import { isReady } from './admission.js';
 import { workerCommand } from './master-cli.js';
 import { parseServerState, type ServerStateEntry } from './server-state.js';

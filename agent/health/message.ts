@@ -2,18 +2,7 @@
 // rows and the previous absolute counters in, message and new counters out.
 // Listener stats are deltas since the last message (conns is absolute); a
 // counter that went backwards (haproxy restarted) counts from zero.
-
-export interface StatRow {
-  pxname: string;
-  svname: string;
-  status: string;
-  weight: string;
-  bin: number;
-  bout: number;
-  scur: number;
-  stot: number;
-  ereq: number;
-}
+import type { StatRow } from '../haproxy/stats.js';
 
 export interface ListenerCounters {
   bin: number;
@@ -30,26 +19,6 @@ export interface HeartbeatMessage {
   ver: 3;
   listeners: Record<string, { status: string; stats: { tx: number; rx: number; conns: number; totconns: number; ereq: number } }>;
   pools: Record<string, { status: string; members: Record<string, string> }>;
-}
-
-/** Parse `show stat` CSV (header "# pxname,svname,...") into rows. */
-export function parseShowStat(csv: string): StatRow[] {
-  const lines = csv.split('\n').filter((l) => l.trim() !== '');
-  if (lines.length === 0) return [];
-  const cols = lines[0]!.replace(/^#\s*/, '').split(',');
-  const at = (name: string) => cols.indexOf(name);
-  const idx = {
-    pxname: at('pxname'), svname: at('svname'), status: at('status'), weight: at('weight'),
-    bin: at('bin'), bout: at('bout'), scur: at('scur'), stot: at('stot'), ereq: at('ereq'),
-  };
-  return lines.slice(1).map((line) => {
-    const f = line.split(',');
-    const num = (i: number) => Number(f[i] || 0);
-    return {
-      pxname: f[idx.pxname] ?? '', svname: f[idx.svname] ?? '', status: f[idx.status] ?? '', weight: f[idx.weight] ?? '',
-      bin: num(idx.bin), bout: num(idx.bout), scur: num(idx.scur), stot: num(idx.stot), ereq: num(idx.ereq),
-    };
-  });
 }
 
 const delta = (now: number, before: number | undefined) => (before === undefined || now < before ? now : now - before);

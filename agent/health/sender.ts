@@ -7,7 +7,6 @@
 // haproxy restart only costs that beat's data.
 import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
-import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
 import type { Logger } from '../log.js';
@@ -18,23 +17,11 @@ import { encodeToFit } from './envelope.js';
 import { lvsPoolStatus, parseIpVs, parseLvsConfig } from './lvs-status.js';
 import { run } from '../system/exec.js';
 import { stat } from 'node:fs/promises';
-import { addLvsListener, buildHeartbeat, type CounterStore, type HeartbeatMessage, type StatRow } from './message.js';
+import { addLvsListener, buildHeartbeat, type CounterStore, type HeartbeatMessage } from './message.js';
+import type { StatRow } from '../haproxy/stats.js';
 
 /** The largest UDP payload over IPv4; the receiver reads at most 64 KiB. */
 export const MAX_DATAGRAM = 65_507;
-
-/** `show stat` on a haproxy stats socket (the one Octavia configs declare per load balancer). */
-export function statsSocketQuery(path: string, timeoutMs = 2000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const s = createConnection(path);
-    const timer = setTimeout(() => s.destroy(new Error('stats socket timeout')), timeoutMs);
-    s.on('connect', () => s.end('show stat\n'));
-    s.on('data', (d) => { out += d; });
-    s.on('error', (e) => { clearTimeout(timer); reject(e); });
-    s.on('close', () => { clearTimeout(timer); resolve(out); });
-  });
-}
 
 /** Split "host:port" at the last colon; a bracketed IPv6 host is unbracketed. */
 export function parseDestination(entry: string): { host: string; port: number } | null {

@@ -1,7 +1,8 @@
 // Operating status of a load balancer's listeners, pools and members, read
 // from haproxy the way the heartbeat reads it and mapped to Octavia's
 // operating statuses the way the health manager maps heartbeat values. Pure.
-import { buildHeartbeat, type StatRow } from '../health/message.js';
+import { buildHeartbeat } from '../health/message.js';
+import type { StatRow } from '../haproxy/stats.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
 
 export interface LoadBalancerStatus {

@@ -2,7 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomUUID } from 'node:crypto';
 import { decodeHeartbeat, encodeHeartbeat, encodeToFit } from '../../agent/health/envelope.js';
-import { addLvsListener, buildHeartbeat, parseShowStat } from '../../agent/health/message.js';
+import { addLvsListener, buildHeartbeat } from '../../agent/health/message.js';
+import { parseShowStat } from '../../agent/haproxy/stats.js';
 import { withPendingDown } from '../../agent/haproxy/admission.js';
 import { parseDestination, MAX_DATAGRAM } from '../../agent/health/sender.js';
 

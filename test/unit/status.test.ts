@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadBalancerStatus } from '../../agent/loadbalancer/status.js';
-import { parseShowStat } from '../../agent/health/message.js';
+import { parseShowStat } from '../../agent/haproxy/stats.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 
 const spec = validateSpec({
