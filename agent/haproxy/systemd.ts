@@ -2,7 +2,7 @@
 // load balancer (the name Octavia uses). Start, reload and stop go through
 // systemctl so systemd tracks the service; success is verified on the master CLI.
 import { join } from 'node:path';
-import { renderTemplate } from '../render/environment.js';
+import { renderTemplate } from '../templates.js';
 import { run } from '../system/exec.js';
 import { readTextIfExists, writeFileAtomic } from '../system/files.js';
 import { HaproxyFailedError } from './errors.js';

@@ -1,7 +1,7 @@
 // The renderer: a validated spec in, haproxy.cfg, crt-lists and keepalived LVS
 // configs out. Pure: no file is read or written here.
 import type { LoadBalancerSpec } from '../spec/types.js';
-import { renderTemplate } from './environment.js';
+import { renderTemplate } from '../templates.js';
 import { ViewBuilder } from './haproxy-view.js';
 import { lvsViews } from './lvs-view.js';
 import type { RenderedLoadBalancer, RenderSettings, RenderTarget } from './settings.js';

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { renderTemplate } from '../../agent/render/environment.js';
+import { renderTemplate } from '../../agent/templates.js';
 
 test('haproxy unit: master-worker with systemd notify in the namespace, master CLI, no duplicate haproxy -c', () => {
   const unit = renderTemplate('systemd/haproxy.service.njk', {

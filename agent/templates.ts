@@ -3,7 +3,7 @@
 // safe by validation before they reach a template. Undefined values throw
 // instead of rendering as empty text.
 import nunjucks from 'nunjucks';
-import { TEMPLATES_DIR } from '../package-root.js';
+import { TEMPLATES_DIR } from './package-root.js';
 
 let env: nunjucks.Environment | null = null;
 
