@@ -1,6 +1,8 @@
 // The apply engine: the one path by which a load balancer's haproxy changes.
 // Every caller (API 1.0 upload + reload, API 2.0 spec, tests) goes through it,
 // so validation, new-member protection, state carry-over and rollback exist once.
+// A change is planned first: member-only changes go through the runtime API
+// (no reload), anything else takes the reload path:
 //
 //   validate (haproxy -c)  ->  commit (haproxy.cfg)  ->  dump running state
 //   -> plan protection  ->  write state file + live config  ->  reload  ->  verify
@@ -66,7 +68,6 @@ export interface ChangeReport {
   reloadReason: string | null;
   /** Members waiting in maintenance for their first passing check ("backend/server"). */
   pending: string[];
-  reload: ReloadReport | null;
 }
 
 export interface ReloadReport {
@@ -175,7 +176,7 @@ export class HaproxyEngine {
       if (plan.reloadReason === null && plan.steps.length === 0 && (await readTextIfExists(files.config)) === text
         && (await this.opts.supervisor.status(await this.instance(lbId))).running) {
         if (companions.length > 0) await writeFilesAtomic(companions);
-        return { result: 'unchanged', steps: [], reloadReason: null, pending: [], reload: null };
+        return { result: 'unchanged', steps: [], reloadReason: null, pending: [] };
       }
       if (plan.reloadReason === null) {
         const runtime = await this.tryRuntimeChange(lbId, text, plan.steps, companions);
@@ -189,7 +190,7 @@ export class HaproxyEngine {
       try {
         const reload = await this.load(lbId);
         if (companions.length > 0) await writeFilesAtomic(companions);
-        return { result: reload.action, steps: [], reloadReason: plan.reloadReason, pending: [], reload };
+        return { result: reload.action, steps: [], reloadReason: plan.reloadReason, pending: [] };
       } catch (err) {
         if (previous !== null) await writeFileAtomic(files.config, previous, 0o600);
         else await removeFile(files.config);
@@ -250,7 +251,7 @@ export class HaproxyEngine {
         plan.reloadReason = runtime;
       }
       const reload = await this.load(lbId);
-      return { result: reload.action, steps: [], reloadReason: plan.reloadReason, pending: [], reload };
+      return { result: reload.action, steps: [], reloadReason: plan.reloadReason, pending: [] };
     });
   }
 
@@ -458,7 +459,7 @@ export class HaproxyEngine {
     ];
     await this.writePending(files, pending);
     this.opts.log.info({ lbId, steps: steps.map((s) => `${s.kind} ${s.backend}/${s.server}`), pending: result.pending.map(key) }, 'members changed at runtime');
-    return { result: 'runtime', steps, reloadReason: null, pending: result.pending.map(key), reload: null };
+    return { result: 'runtime', steps, reloadReason: null, pending: result.pending.map(key) };
   }
 
   private async readPending(files: LoadBalancerFiles): Promise<PendingMember[]> {

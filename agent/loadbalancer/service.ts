@@ -173,7 +173,7 @@ export class LoadBalancerService {
     const specFile = { path: this.specPath(lbId), data: storedSpecText(p.next) };
     // A spec sent again as it is (controllers retry) needs no write.
     const specChanged = p.current === null || p.current.etag !== p.next.etag || JSON.stringify(p.current.certificates) !== JSON.stringify(p.next.certificates);
-    let report: ChangeReport = { result: 'unchanged', steps: [], reloadReason: null, pending: [], reload: null };
+    let report: ChangeReport = { result: 'unchanged', steps: [], reloadReason: null, pending: [] };
     if (config !== null) {
       for (const f of p.rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
       report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, {
