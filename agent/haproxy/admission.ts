@@ -21,6 +21,8 @@
 // server UP at once (seen on 2.6), so the member stays in maintenance with
 // checks running until the agent sees a check pass.
 
+import { memberKey } from './layout.js';
+
 /** What holds a member down on its line; the agent writes it on the load path (and the renderer, macros.njk). */
 export const HOLD_DOWN = ['init-state', 'fully-down'] as const;
 
@@ -82,8 +84,8 @@ export function isReady(server: { checkResult: number; checkHealth: number }, ri
 export function withPendingDown<R extends { pxname: string; svname: string; status: string }>(
   rows: R[], pending: { backend: string; server: string }[],
 ): R[] {
-  const held = new Set(pending.map((p) => `${p.backend}/${p.server}`));
-  return rows.map((r) => (r.status.startsWith('MAINT') && held.has(`${r.pxname}/${r.svname}`) ? { ...r, status: 'DOWN' } : r));
+  const held = new Set(pending.map((p) => memberKey(p.backend, p.server)));
+  return rows.map((r) => (r.status.startsWith('MAINT') && held.has(memberKey(r.pxname, r.svname)) ? { ...r, status: 'DOWN' } : r));
 }
 
 /**

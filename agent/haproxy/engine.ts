@@ -22,7 +22,7 @@ import { readConfig } from './config-reader.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { runnableConfig } from './runnable.js';
-import { loadBalancerFiles, peerName as peerNameOf, statsSocket, type LoadBalancerFiles } from './layout.js';
+import { loadBalancerFiles, memberKey, peerName as peerNameOf, statsSocket, type LoadBalancerFiles } from './layout.js';
 import { withPendingDown, type AdmissionMethod } from './admission.js';
 import { parseShowStat, showStat, type StatRow } from './stats.js';
 import { MasterCliError, workerCommand } from './master-cli.js';
@@ -225,7 +225,7 @@ export class HaproxyEngine {
         }
         const waiting = await new RuntimeApi(files.masterSocket, this.drainTimeoutMs).promote(pending);
         if (waiting.length !== pending.length) {
-          this.opts.log.info({ lbId, ready: pending.filter((p) => !waiting.includes(p)).map((p) => `${p.backend}/${p.server}`) }, 'members passed their first check');
+          this.opts.log.info({ lbId, ready: pending.filter((p) => !waiting.includes(p)).map((p) => memberKey(p.backend, p.server)) }, 'members passed their first check');
           await this.writePending(files, waiting);
         }
       }).catch((err: Error) => this.opts.log.warn({ lbId, err: err.message }, 'cannot promote pending members'));
@@ -452,13 +452,13 @@ export class HaproxyEngine {
       throw err;
     }
     (await staging).commit();
-    const key = (p: { backend: string; server: string }) => `${p.backend}/${p.server}`;
+    const key = (p: { backend: string; server: string }) => memberKey(p.backend, p.server);
     const pending = [
       ...(await this.readPending(files)).filter((p) => !result.settled.includes(key(p)) && !result.pending.some((q) => key(q) === key(p))),
       ...result.pending,
     ];
     await this.writePending(files, pending);
-    this.opts.log.info({ lbId, steps: steps.map((s) => `${s.kind} ${s.backend}/${s.server}`), pending: result.pending.map(key) }, 'members changed at runtime');
+    this.opts.log.info({ lbId, steps: steps.map((s) => `${s.kind} ${memberKey(s.backend, s.server)}`), pending: result.pending.map(key) }, 'members changed at runtime');
     return { result: 'runtime', steps, reloadReason: null, pending: result.pending.map(key) };
   }
 
@@ -506,8 +506,8 @@ export class HaproxyEngine {
     const running = before.running ? await this.runningState(inst, config.serverStateFile) : null;
     // Members waiting in (CLI) maintenance for a first passing check would keep
     // that maintenance through the state file: they start again as new members.
-    const pending = new Set((await this.readPending(files)).map((p) => `${p.backend}/${p.server}`));
-    if (running && pending.size > 0) running.entries = running.entries.filter((e) => !pending.has(`${e.backend}/${e.server}`));
+    const pending = new Set((await this.readPending(files)).map((p) => memberKey(p.backend, p.server)));
+    if (running && pending.size > 0) running.entries = running.entries.filter((e) => !pending.has(memberKey(e.backend, e.server)));
     const plan = planProtection({
       configText: runnableText, config, running, initStateAtStartup: caps.initStateAtStartup, protect: this.opts.protectNewMembers !== false,
     });
@@ -542,7 +542,7 @@ export class HaproxyEngine {
 
     const report: ReloadReport = {
       action: before.running ? 'reloaded' : 'started',
-      newMembers: plan.newMembers.map((s) => `${s.backend}/${s.name}`),
+      newMembers: plan.newMembers.map((s) => memberKey(s.backend, s.name)),
       method: plan.method,
       warnings: plan.warnings,
       workerPid: after.workerPid,

@@ -71,3 +71,6 @@ export function peerName(amphoraId: string): string {
     .replace(/\+/g, '_').replace(/\//g, '-').replace(/=+$/, '');
   return b64.startsWith('-') ? `x${b64.slice(1)}` : b64;
 }
+
+/** How a member is named in reports, logs and the pending list: "backend/server". */
+export const memberKey = (backend: string, server: string): string => `${backend}/${server}`;

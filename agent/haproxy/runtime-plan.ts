@@ -5,6 +5,7 @@
 // check options, backup, a new backend) needs a reload. Pure.
 import { admit, HOLD_DOWN, type Admission } from './admission.js';
 import { readConfig, tokenizeLine, type ServerLine } from './config-reader.js';
+import { memberKey } from './layout.js';
 
 /** How a member added or put back in service at runtime gets traffic (admission.ts), and the `rise` its checks need. */
 interface Admitted {
@@ -38,7 +39,6 @@ interface Skeleton {
   servers: Map<string, Server>;
 }
 
-const key = (backend: string, server: string) => `${backend}/${server}`;
 
 const SERVER_LINE = /^\s+server\s+(\S+)\s+(.*)$/;
 
@@ -59,7 +59,7 @@ function skeleton(text: string): Skeleton {
     }
     const m = backend !== null ? SERVER_LINE.exec(line) : null;
     if (m) {
-      servers.set(key(backend!, m[1]!), { backend: backend!, name: m[1]!, line });
+      servers.set(memberKey(backend!, m[1]!), { backend: backend!, name: m[1]!, line });
     } else {
       rest.push(line.trim().replace(/\s+/g, ' '));
     }
@@ -139,7 +139,7 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
   if (before.rest !== after.rest) return { steps: [], reloadReason: 'more than members changed' };
   // Whether a member is checked is the reader's answer (default-server, no-check, track), as on a reload.
   const facts = new Map<string, ServerLine>();
-  for (const b of readConfig(newText).backends.values()) for (const s of b.servers) facts.set(key(s.backend, s.name), s);
+  for (const b of readConfig(newText).backends.values()) for (const s of b.servers) facts.set(memberKey(s.backend, s.name), s);
 
   const adds: RuntimeStep[] = [];
   const changes: RuntimeStep[] = [];

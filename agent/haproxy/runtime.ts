@@ -6,6 +6,7 @@
 // (`pending`, promoted by the engine's ready watcher).
 import { parseShowStat } from './stats.js';
 import { isReady } from './admission.js';
+import { memberKey } from './layout.js';
 import { workerCommand } from './master-cli.js';
 import { parseServerState, type ServerStateEntry } from './server-state.js';
 import type { RuntimeStep } from './runtime-plan.js';
@@ -45,7 +46,7 @@ export class RuntimeApi {
   async apply(steps: RuntimeStep[]): Promise<RuntimeResult> {
     const result: RuntimeResult = { pending: [], settled: [] };
     for (const step of steps) {
-      const id = `${step.backend}/${step.server}`;
+      const id = memberKey(step.backend, step.server);
       switch (step.kind) {
         case 'add': {
           // A dynamic server starts in maintenance with checks off.
@@ -85,7 +86,7 @@ export class RuntimeApi {
    * also waits for idle pooled connections to go, hence the retries.
    */
   private async remove(backend: string, server: string): Promise<void> {
-    const id = `${backend}/${server}`;
+    const id = memberKey(backend, server);
     const deadline = Date.now() + this.drainTimeoutMs;
     await this.command(`set server ${id} state drain`);
     while (Date.now() < deadline && (await this.activeSessions(backend, server)) > 0) await sleep(50);

@@ -21,5 +21,3 @@ export type RecordedOutcome = ApplyOutcome | 'failed';
 /** Outcomes after which haproxy runs a config it did not run before. */
 export const isReload = (o: ApplyOutcome): o is 'started' | 'reloaded' => o === 'started' || o === 'reloaded';
 
-/** How a member is named in reports, logs and the pending list: "backend/server". */
-export const memberKey = (backend: string, server: string): string => `${backend}/${server}`;
