@@ -129,10 +129,10 @@ export function registerNetworkRoutes(routes: Routes, settings: () => PlugSettin
       // A cidr nftables cannot parse is bad input, not a server error.
       for (const rule of req.body) if (rule.cidr !== null) parseOrBad(rule.cidr, 'Invalid rules information');
       await applyVipRules(basePath, netns, req.body);
+      sendMessage(res, 200, 'OK');
     } catch (err) {
       sendV1Error(res, err, 'Error loading the VIP firewall rules');
     }
-    sendMessage(res, 200, 'OK');
   });
 
   routes.get('/interface/:ip', async (req: Request, res: Response) => {
