@@ -19,11 +19,24 @@ import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
 
 const APPLY_LOOP = fileURLToPath(new URL('../helpers/apply-loop.js', import.meta.url));
 
-/** The generation marker backend of the config haproxy runs now. */
+/**
+ * The generation marker backend of the config haproxy runs now. A reload the
+ * killed agent had sent may reach the master only after the recovery (the
+ * command sits in the dead connection's buffer): the master then re-executes
+ * with the restored live config and refuses connections for a moment.
+ */
 async function runningGeneration(engine: HaproxyEngine, lbId: string): Promise<number | null> {
-  const stat = await workerCommand(engine.files(lbId).masterSocket, 'show stat', 2000);
-  const m = /^generation-(\d+),BACKEND/m.exec(stat);
-  return m ? Number(m[1]) : null;
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    try {
+      const stat = await workerCommand(engine.files(lbId).masterSocket, 'show stat', 2000);
+      const m = /^generation-(\d+),BACKEND/m.exec(stat);
+      return m ? Number(m[1]) : null;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await sleep(50);
+    }
+  }
 }
 
 function generationOf(configText: string): number | null {
