@@ -55,6 +55,13 @@ export class OctaviaPeer {
     return peer;
   }
 
+  /** haproxy.cfg for one listener and pool, rendered by this release's JinjaTemplater (octavia_peer.py's render op). */
+  async renderConfig(args: Record<string, unknown>): Promise<string> {
+    const a = await this.request('render', args);
+    if (!a.ok) throw new Error(`JinjaTemplater (${this.release.label}) failed: ${a.exception}: ${a.message}\n${a.trace ?? ''}`);
+    return a.result as string;
+  }
+
   request(op: string, args: unknown): Promise<PeerAnswer> {
     if (this.exited) return Promise.resolve(this.exited);
     return new Promise((resolve) => {

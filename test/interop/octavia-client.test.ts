@@ -35,13 +35,11 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
 
   /** `options`: a member's weight and admin state, by member name. */
   const render = async (list: Pick<TestBackend, 'name' | 'host' | 'port'>[], options: Record<string, { weight?: number; enabled?: boolean }> = {}) => {
-    const a = await peer.request('render', {
+    return peer.renderConfig({
       lb_id: LB, listener_id: LISTENER, pool_id: POOL, vip: net.nsIp, port: 8080, haproxy_version: haproxyVersion,
       monitor: { delay: 1, timeout: 1, fall: 2, rise: 2, path: '/healthz' },
       members: list.map((m) => ({ id: m.name, address: m.host, port: m.port, ...options[m.name] })),
     });
-    assert.ok(a.ok, `JinjaTemplater failed: ${a.message}`);
-    return a.result as string;
   };
 
   t.before(loud(async () => {

@@ -40,14 +40,12 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
     let haproxyVersion = '';
     const url = () => `http://${net.nsIp}:8080/`;
     const render = async (list: Pick<TestBackend, 'name' | 'host' | 'port'>[], options: Record<string, { weight?: number; enabled?: boolean }> = {}) => {
-      const a = await peer.request('render', {
+      return peer.renderConfig({
         lb_id: lb, listener_id: `${lb.slice(0, -1)}b`, pool_id: `${lb.slice(0, -1)}c`, vip: net.nsIp, port: 8080,
         haproxy_version: haproxyVersion,
         monitor: { delay: 1, timeout: 1, fall: 2, rise: 2, path: '/healthz', http_version: 1.1, domain_name: 'health.example.test' },
         members: list.map((m) => ({ id: m.name, address: m.host, port: m.port, ...options[m.name] })),
       });
-      assert.ok(a.ok, `JinjaTemplater failed: ${a.message}`);
-      return a.result as string;
     };
     const apply = async (list: Pick<TestBackend, 'name' | 'host' | 'port'>[], options = {}) => {
       await peer.call('upload_config', lb, await render(list, options));
