@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { HAPROXIES, testDir } from '../test/helpers/haproxies.js';
 import { createTestNetwork } from '../test/helpers/netns.js';
-import { testEngine } from '../test/helpers/engine.js';
+import { applyConfig, testEngine } from '../test/helpers/engine.js';
 import { octaviaStyleConfig } from '../test/helpers/octavia-config.js';
 import { ConfigStore } from '../agent/config/store.js';
 import { HeartbeatSender, MAX_DATAGRAM } from '../agent/health/sender.js';
@@ -29,7 +29,7 @@ const dir = await testDir('bench-hb');
 const lbId = randomUUID();
 const engine = testEngine(HAPROXIES[0]!, dir, net.netns);
 try {
-  await engine.apply(lbId, 'amp', octaviaStyleConfig({
+  await applyConfig(engine, lbId, 'amp', octaviaStyleConfig({
     lbId, baseDir: dir, bind: `${net.nsIp}:8080`, monitor: null, connectionLimit: 2000,
     members: Array.from({ length: MEMBERS }, (_, i) => ({ id: randomUUID(), address: `127.0.${i >> 8}.${(i & 127) + 1}:80` })),
   }));

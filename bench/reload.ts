@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { run } from '../agent/system/exec.js';
 import { HAPROXIES, testDir } from '../test/helpers/haproxies.js';
 import { createTestNetwork } from '../test/helpers/netns.js';
-import { testEngine } from '../test/helpers/engine.js';
+import { applyConfig, testEngine } from '../test/helpers/engine.js';
 
 const SIZES = [10, 1000, 10_000];
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -49,7 +49,7 @@ try {
     for (const servers of SIZES) {
       const lbId = `lb-${servers}`;
       const bind = `${net.nsIp}:${9000 + servers % 1000}`;
-      await engine.apply(lbId, 'amp', config(lbId, dir, bind, servers, 0));
+      await applyConfig(engine, lbId, 'amp', config(lbId, dir, bind, servers, 0));
       const floor: number[] = [];
       const apply: number[] = [];
       for (let r = 1; r <= ROUNDS; r++) {
@@ -61,7 +61,7 @@ try {
         floor.push(performance.now() - t);
         if (res.exitCode !== 0) throw new Error(res.output);
         t = performance.now();
-        await engine.apply(lbId, 'amp', text);
+        await applyConfig(engine, lbId, 'amp', text);
         apply.push(performance.now() - t);
       }
       const f = median(floor);

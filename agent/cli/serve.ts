@@ -5,6 +5,7 @@ import type { AgentConfig } from '../config/agent-config.js';
 import { ConfigStore } from '../config/store.js';
 import { HeartbeatSender } from '../health/sender.js';
 import { buildEngine, packageVersion } from '../agent.js';
+import { restartDead } from '../haproxy/watchdog.js';
 import { createApp } from '../api/app.js';
 import { ApplyMetrics } from '../loadbalancer/metrics.js';
 import { LoadBalancerService } from '../loadbalancer/service.js';
@@ -93,7 +94,7 @@ export async function serve(args: string[]): Promise<void> {
   });
   if (engine.processManager === 'direct') {
     // systemd restarts a dead haproxy (Restart=always); without it, the agent does.
-    setInterval(() => void engine.restartDead(), 2000).unref();
+    setInterval(() => void restartDead(engine, log), 2000).unref();
   }
   // Members added at runtime on a haproxy without a working init-state wait in
   // maintenance until a check passes; this makes them ready soon after.

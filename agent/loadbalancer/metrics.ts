@@ -2,7 +2,7 @@
 // does the exposition format and histogram buckets, which are easy to get
 // subtly wrong by hand.
 import { Counter, Histogram, Registry } from 'prom-client';
-import { isReload, type RecordedOutcome } from './outcome.js';
+import { isReload, type RecordedOutcome } from '../outcome.js';
 
 /** Seconds since a process.hrtime.bigint() reading: what the latency histogram takes. */
 export function secondsSince(started: bigint): number {

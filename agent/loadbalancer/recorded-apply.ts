@@ -5,7 +5,7 @@
 import { AgentError } from '../errors.js';
 import { afterHaproxyChange, type AnnounceDeps } from './announce.js';
 import { secondsSince, type ApplyApi, type ApplyMetrics } from './metrics.js';
-import type { ApplyOutcome } from './outcome.js';
+import type { ApplyOutcome } from '../outcome.js';
 
 export interface RecordedApplyDeps extends AnnounceDeps {
   metrics: ApplyMetrics;

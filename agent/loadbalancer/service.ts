@@ -22,8 +22,9 @@ import { keepalivedSettings } from '../keepalived/process.js';
 import { LVS_PROTOCOLS } from '../spec/types.js';
 import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
-import { memberKey } from '../haproxy/layout.js';
-import { isReload, type ApplyOutcome, type ApplyPlan, type PutResultWord } from './outcome.js';
+import { isReload, type ApplyOutcome, type ApplyPlan, type PutResultWord } from '../outcome.js';
+import { stepName, type Plan } from '../haproxy/plan.js';
+import type { RuntimeStep } from '../haproxy/runtime-plan.js';
 import { recordedApply } from './recorded-apply.js';
 import { certificateFiles, readStoredSpec, removeStoredSpec, specEtag, storedSpecText, type StoredSpec } from './spec-store.js';
 import { loadBalancerStatus, type LoadBalancerStatus } from './status.js';
@@ -152,16 +153,18 @@ export class LoadBalancerService {
     };
   }
 
+  /** What apply() would do: the engine's plan for the config, as the apply would execute it, and the LVS listeners it would touch. */
   private async dryRun(lbId: string, p: Prepared): Promise<PutResult> {
     const config = p.rendered.haproxyConfig;
-    const plan = config === null ? { steps: [], reloadReason: 'no haproxy listeners' } : await this.deps.engine.previewChange(lbId, config);
-    const reloadReason = plan.reloadReason ?? (p.certificatesChanged ? 'certificates changed' : null);
-    const same = config === null || (await this.deps.engine.acceptedConfig(lbId)) === config;
+    const plan: Plan = config !== null
+      ? await this.deps.engine.plan(lbId, config, this.forcedReload(p))
+      : (await this.deps.engine.exists(lbId)) ? { kind: 'reload', reason: NO_HAPROXY_LEFT } : { kind: 'unchanged' };
+    const lvs = await this.lvsChanges(p);
     return {
       result: 'dry_run', created: p.current === null, etag: p.next.etag, changes: p.changes, config: config ?? '',
-      plan: config !== null && reloadReason !== null ? 'reload' : same ? 'unchanged' : 'runtime',
-      runtime: plan.steps.map((s) => `${s.kind} ${memberKey(s.backend, s.server)}`), reloadReason, pending: [],
-      lvs: [...p.rendered.lvsConfigs.map((c) => `apply ${c.listenerId}`), ...p.lvsRemoved.map((id) => `remove ${id}`)],
+      ...this.reported(plan.kind === 'runtime' ? { steps: plan.steps } : {}, plan.kind === 'reload' ? plan.reason : null, lvs),
+      plan: lvs.length > 0 && plan.kind !== 'reload' ? 'reload' : plan.kind, pending: [],
+      lvs,
     };
   }
 
@@ -174,15 +177,16 @@ export class LoadBalancerService {
     const specFile = { path: this.specPath(lbId), data: storedSpecText(p.next) };
     // A spec sent again as it is (controllers retry) needs no write.
     const specChanged = p.current === null || p.current.etag !== p.next.etag || JSON.stringify(p.current.certificates) !== JSON.stringify(p.next.certificates);
-    let report: ChangeReport = { result: 'unchanged', steps: [], reloadReason: null, pending: [] };
+    let report: Pick<ChangeReport, 'outcome' | 'steps' | 'reloadReason' | 'pending'> = { outcome: 'unchanged', steps: [], reloadReason: null, pending: [] };
     if (config !== null) {
       for (const f of p.rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
+      const forceReload = this.forcedReload(p);
       report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, {
-        companions: hasLvs || !specChanged ? [] : [specFile], ...(p.certificatesChanged ? { forceReload: 'certificates changed' } : {}),
+        companions: hasLvs || !specChanged ? [] : [specFile], ...(forceReload ? { forceReload } : {}),
       });
     } else if (await this.deps.engine.exists(lbId)) {
       await this.deps.engine.delete(lbId);
-      report = { ...report, result: 'reloaded', reloadReason: 'no haproxy listeners left' };
+      report = { ...report, outcome: 'reloaded', reloadReason: NO_HAPROXY_LEFT };
     }
     const lvs = hasLvs ? await this.applyLvsListeners(p) : [];
     if (hasLvs && specChanged) {
@@ -190,12 +194,31 @@ export class LoadBalancerService {
       await writeFileAtomic(specFile.path, specFile.data, 0o600);
     }
     // A keepalived restart is a reload of that listener.
-    const result = lvs.length > 0 && (report.result === 'unchanged' || report.result === 'runtime') ? 'reloaded' : report.result;
+    const result = lvs.length > 0 && !isReload(report.outcome) ? 'reloaded' : report.outcome;
     return {
       result, created: p.current === null, etag: p.next.etag, changes: p.changes,
-      runtime: report.steps.map((s) => `${s.kind} ${memberKey(s.backend, s.server)}`),
-      reloadReason: report.reloadReason ?? (lvs.length > 0 ? 'UDP/SCTP listeners changed' : null), pending: report.pending, lvs,
+      ...this.reported(report, report.reloadReason, lvs), pending: report.pending, lvs,
     };
+  }
+
+  /** A reload the spec needs whatever its members: a certificate file it names changed. */
+  private forcedReload(p: Prepared): string | null {
+    return p.certificatesChanged ? 'certificates changed' : null;
+  }
+
+  /** The report's runtime steps and reload reason; a keepalived restart is a reason too. */
+  private reported(r: { steps?: RuntimeStep[] }, reloadReason: string | null, lvs: string[]): { runtime: string[]; reloadReason: string | null } {
+    return { runtime: (r.steps ?? []).map(stepName), reloadReason: reloadReason ?? (lvs.length > 0 ? 'UDP/SCTP listeners changed' : null) };
+  }
+
+  /** The LVS listeners a spec's apply restarts or removes, as the report names them, without touching keepalived. */
+  private async lvsChanges(p: Prepared): Promise<string[]> {
+    const base = this.deps.config.current.haproxyAmphora.basePath;
+    const out: string[] = [];
+    for (const c of p.rendered.lvsConfigs) {
+      if ((await readTextIfExists(lvsInstance(base, c.listenerId).config)) !== c.content) out.push(`restarted ${c.listenerId}`);
+    }
+    return [...out, ...p.lvsRemoved.map((id) => `removed ${id}`)];
   }
 
   private async applyLvsListeners(p: Prepared): Promise<string[]> {
@@ -296,6 +319,8 @@ export class MissingCertificateError extends AgentError {
     super(`certificate file "${file}" has not been uploaded (PUT /2.0/loadbalancers/{id}/certificates/${file})`);
   }
 }
+
+const NO_HAPROXY_LEFT = 'no haproxy listeners left';
 
 function lvsListeners(spec: LoadBalancerSpec): string[] {
   return spec.listeners.filter((l) => LVS_PROTOCOLS.includes(l.protocol)).map((l) => l.id);

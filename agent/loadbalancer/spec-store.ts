@@ -31,7 +31,7 @@ export async function readStoredSpec(path: string): Promise<StoredSpec | null> {
   return text ? (JSON.parse(text) as StoredSpec) : null;
 }
 
-/** The file's content; the engine writes it along with the config (see Companion). */
+/** The file's content; the engine writes it along with the config (applyChange's companions). */
 export function storedSpecText(stored: StoredSpec): string {
   return JSON.stringify(stored);
 }

@@ -14,7 +14,7 @@ import type { Logger } from '../log.js';
 import { afterHaproxyChange, afterLvsStart } from './announce.js';
 import { removeCertificates } from './certificates.js';
 import type { ApplyMetrics } from './metrics.js';
-import type { ApplyOutcome } from './outcome.js';
+import type { ApplyOutcome } from '../outcome.js';
 import { recordedApply } from './recorded-apply.js';
 
 export type ObjectAction = 'start' | 'stop' | 'reload';
@@ -75,8 +75,8 @@ export class V1Service {
   async applyHaproxy(lbId: string, action: 'start' | 'reload'): Promise<ApplyOutcome> {
     const { outcome } = await recordedApply(this.deps, '1.0', lbId, async () => {
       const outcome: ApplyOutcome = action === 'reload'
-        ? (await this.deps.engine.reloadAccepted(lbId)).result
-        : (await this.deps.engine.start(lbId))?.action ?? 'unchanged';
+        ? (await this.deps.engine.reloadAccepted(lbId)).outcome
+        : (await this.deps.engine.start(lbId))?.outcome ?? 'unchanged';
       return { outcome, announce: outcome === 'runtime' ? null : true };
     });
     return outcome;

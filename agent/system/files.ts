@@ -38,7 +38,7 @@ export function writeFileAtomic(path: string | string[], data: string | Buffer, 
 
 /** Several files of one directory, each whole, old or new, after a crash. */
 export async function writeFilesAtomic(files: FileContent[], mode = 0o600): Promise<void> {
-  (await stageFiles(files, mode)).commit();
+  if (files.length > 0) (await stageFiles(files, mode)).commit();
 }
 
 /** Files written and synced under temporary names, waiting to be renamed into place. */

@@ -1,7 +1,7 @@
 // A stand-in agent process for crash tests: applies ever-newer configurations
 // through the engine until it is killed. Argument: JSON {haproxy, dir, netns, lbId, bind, members}.
 import { HAPROXIES } from './haproxies.js';
-import { testEngine } from './engine.js';
+import { applyConfig, testEngine } from './engine.js';
 import { octaviaStyleConfig } from './octavia-config.js';
 
 const args = JSON.parse(process.argv[2]!) as {
@@ -10,7 +10,7 @@ const args = JSON.parse(process.argv[2]!) as {
 };
 const engine = testEngine(HAPROXIES[args.haproxy]!, args.dir, args.netns);
 for (let generation = args.start; ; generation++) {
-  await engine.apply(args.lbId, 'amp', octaviaStyleConfig({
+  await applyConfig(engine, args.lbId, 'amp', octaviaStyleConfig({
     lbId: args.lbId, baseDir: args.dir, bind: args.bind, members: args.members, generation, markGeneration: true,
   }));
   process.stdout.write(`applied ${generation}\n`);

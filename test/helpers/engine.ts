@@ -2,6 +2,7 @@
 // namespace and one of the haproxy binaries under test.
 import { join } from 'node:path';
 import { HaproxyEngine } from '../../agent/haproxy/engine.js';
+import type { LoadReport } from '../../agent/haproxy/loader.js';
 import { DirectSupervisor } from '../../agent/haproxy/process.js';
 import { workerCommand } from '../../agent/haproxy/master-cli.js';
 import { parseServerState, type ServerStateEntry } from '../../agent/haproxy/server-state.js';
@@ -18,6 +19,15 @@ export function testEngine(h: HaproxyUnderTest, baseDir: string, netns: string |
     log: rootLogger.child({ test: h.label }),
     protectNewMembers,
   });
+}
+
+/**
+ * Validate, accept and load `text` in one step, a load every time (as an
+ * API 1.0 upload + reload with runtime member changes off): the engine's
+ * one pipeline with a forced reload.
+ */
+export async function applyConfig(engine: HaproxyEngine, lbId: string, amphoraId: string, text: string): Promise<LoadReport> {
+  return (await engine.applyChange(lbId, amphoraId, text, { forceReload: 'every test apply loads' })).load!;
 }
 
 /** The servers haproxy runs now, from its own `show servers state`. */

@@ -12,10 +12,12 @@ import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
-import { serverStates, testEngine } from '../helpers/engine.js';
+import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 import { workerCommand } from '../../agent/haproxy/master-cli.js';
 import { HaproxyFailedError, InvalidConfigError } from '../../agent/haproxy/errors.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
+import { restartDead } from '../../agent/haproxy/watchdog.js';
+import { rootLogger } from '../../agent/log.js';
 
 const APPLY_LOOP = fileURLToPath(new URL('../helpers/apply-loop.js', import.meta.url));
 
@@ -66,7 +68,7 @@ HAPROXIES.forEach((h, hIndex) => {
       new TestBackend('m1', net.hostIp, 18101).start(),
       new TestBackend('m2', net.hostIp, 18102).start(),
     ]);
-    await engine.apply(lbId, 'amp', config(1));
+    await applyConfig(engine, lbId, 'amp', config(1));
     await waitFor('members UP', async () => (await serverStates(engine, lbId)).every((s) => s.opState === 2));
   }));
 
@@ -84,7 +86,7 @@ HAPROXIES.forEach((h, hIndex) => {
     const load = new LoadGenerator(`http://${bind}/`, 250).start();
     await sleep(300);
     const broken = config(2).replace('balance roundrobin', 'balance no-such-algorithm');
-    const err = await engine.apply(lbId, 'amp', broken).then(() => null, (e: unknown) => e);
+    const err = await applyConfig(engine, lbId, 'amp', broken).then(() => null, (e: unknown) => e);
     await sleep(300);
     await load.stop();
     assert.instance(err, InvalidConfigError);
@@ -103,7 +105,7 @@ HAPROXIES.forEach((h, hIndex) => {
     const load = new LoadGenerator(`http://${bind}/`, 250).start();
     await sleep(300);
     const unloadable = config(3).replace('    bind ', '    bind 192.0.2.1:8081\n    bind ');
-    const err = await engine.apply(lbId, 'amp', unloadable).then(() => null, (e: unknown) => e);
+    const err = await applyConfig(engine, lbId, 'amp', unloadable).then(() => null, (e: unknown) => e);
     const failedAt = Date.now();
     await sleep(500);
     await load.stop();
@@ -118,8 +120,8 @@ HAPROXIES.forEach((h, hIndex) => {
     assert.ok(after.length > 50, `only ${after.length} requests after the failure`);
     assert.equal(after.filter((r) => r.status !== 200).length, 0, 'requests failed after the engine reported the failure');
     // And the engine still works afterwards.
-    const report = await engine.apply(lbId, 'amp', config(4));
-    assert.is(report.action, 'reloaded');
+    const report = await applyConfig(engine, lbId, 'amp', config(4));
+    assert.is(report.outcome, 'reloaded');
     assert.is(await runningGeneration(engine, lbId), 4);
   });
 
@@ -128,7 +130,7 @@ HAPROXIES.forEach((h, hIndex) => {
       lbId: 'lb-maxconn', baseDir: dir, bind: `${net.nsIp}:8090`, connectionLimit: 50000,
       members: members.map((m) => ({ id: m.name, address: m.address })),
     });
-    const err = await engine.apply('lb-maxconn', 'amp', big).then(() => null, (e: unknown) => e);
+    const err = await applyConfig(engine, 'lb-maxconn', 'amp', big).then(() => null, (e: unknown) => e);
     assert.instance(err, HaproxyFailedError);
     assert.match((err as HaproxyFailedError).output, /\[ALERT\].*(FD limit|maxconn|file descriptors)/i);
     assert.ok((err as HaproxyFailedError).output.length < 2000, 'the message is haproxy\'s verdict, not its whole log');
@@ -170,8 +172,8 @@ HAPROXIES.forEach((h, hIndex) => {
         `round ${round}: the live config on disk is not the one haproxy runs`);
     }
     const restarted = testEngine(h, dir, net.netns);
-    const report = await restarted.apply(lbId, 'amp', config(999));
-    assert.is(report.action, 'reloaded');
+    const report = await applyConfig(restarted, lbId, 'amp', config(999));
+    assert.is(report.outcome, 'reloaded');
     assert.is(await runningGeneration(restarted, lbId), 999);
     await sleep(300);
   }
@@ -181,11 +183,11 @@ HAPROXIES.forEach((h, hIndex) => {
     process.kill(before.masterPid!, 'SIGKILL');
     for (const w of before.table?.workers ?? []) process.kill(w.pid, 'SIGKILL');
     await waitFor('haproxy to be gone', async () => !(await engine.status(lbId)).running);
-    assert.equal(await engine.restartDead(), [lbId]);
+    assert.equal(await restartDead(engine, rootLogger), [lbId]);
     const after = await engine.status(lbId);
     assert.ok(after.running && after.masterPid !== before.masterPid);
     await engine.stop(lbId);
-    assert.equal(await engine.restartDead(), []);
+    assert.equal(await restartDead(engine, rootLogger), []);
     assert.not.ok((await engine.status(lbId)).running);
     await engine.start(lbId);
     assert.ok((await engine.status(lbId)).running);

@@ -10,7 +10,7 @@ import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend, type BackendMode } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
-import { serverCounters, serverStates, testEngine } from '../helpers/engine.js';
+import { serverCounters, serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 
 const MONITOR = { interS: 1, rise: 2, fall: 2 };
 const NOT_READY_MS = 3000;
@@ -40,13 +40,13 @@ async function addMemberUnderLoad(
     members: members.map((m) => ({ id: m.name, address: m.address })),
   });
   try {
-    await engine.apply(lbId, 'amp', config(existing));
+    await applyConfig(engine, lbId, 'amp', config(existing));
     await waitFor('existing members UP', async () => (await serverStates(engine, lbId)).every((s) => s.opState === 2));
     const load = new LoadGenerator(`http://${bind}/`, 250).start();
     await sleep(300);
 
     const addedAt = Date.now();
-    await engine.apply(lbId, 'amp', config([...existing, added]));
+    await applyConfig(engine, lbId, 'amp', config([...existing, added]));
     let upWhileNotReady = false;
     while (Date.now() - addedAt < NOT_READY_MS) {
       const s = (await serverStates(engine, lbId)).find((e) => e.server === 'new');

@@ -8,7 +8,7 @@ import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
-import { serverStates, testEngine } from '../helpers/engine.js';
+import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
 import { readFile } from 'node:fs/promises';
 
@@ -35,7 +35,7 @@ for (const h of HAPROXIES) {
       lbId: LB, baseDir: dir, bind: `${net.nsIp}:8080`, generation,
       members: members.map((m) => ({ id: m.name, address: m.address })),
     });
-    await engine.apply(LB, AMP, config(0));
+    await applyConfig(engine, LB, AMP, config(0));
     await waitFor('both members UP', async () => (await serverStates(engine, LB)).every((s) => s.opState === 2));
   }));
 
@@ -49,8 +49,8 @@ for (const h of HAPROXIES) {
     const load = new LoadGenerator(`http://${net.nsIp}:8080/`, 300).start();
     const workers = new Set<number>();
     for (let i = 1; i <= 50; i++) {
-      const report = await engine.apply(LB, AMP, config(i));
-      assert.is(report.action, 'reloaded');
+      const report = await applyConfig(engine, LB, AMP, config(i));
+      assert.is(report.outcome, 'reloaded');
       if (report.workerPid) workers.add(report.workerPid);
     }
     await load.stop();
@@ -71,7 +71,7 @@ for (const h of HAPROXIES) {
       }
     })();
     for (let i = 100; i < 110; i++) {
-      const report = await engine.apply(LB, AMP, config(i));
+      const report = await applyConfig(engine, LB, AMP, config(i));
       assert.equal(report.newMembers, [], 'no member counts as new');
     }
     polling = false;
@@ -81,7 +81,7 @@ for (const h of HAPROXIES) {
 
   t('concurrent applies are serialized: each one reloads in turn, the last submitted wins', async () => {
     const load = new LoadGenerator(`http://${net.nsIp}:8080/`, 250).start();
-    const reports = await Promise.all(Array.from({ length: 10 }, (_, i) => engine.apply(LB, AMP, config(200 + i))));
+    const reports = await Promise.all(Array.from({ length: 10 }, (_, i) => applyConfig(engine, LB, AMP, config(200 + i))));
     await load.stop();
     const workers = reports.map((r) => r.workerPid);
     assert.is(new Set(workers).size, 10, 'each apply had its own reload');

@@ -13,7 +13,7 @@ import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { CHECK_PATH, TestBackend } from '../helpers/backend.js';
 import { waitFor } from '../helpers/load.js';
-import { serverStates, testEngine } from '../helpers/engine.js';
+import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 import { writeFixtureCerts } from '../helpers/fixture-certs.js';
 import { haproxyCapabilities } from '../../agent/haproxy/capabilities.js';
 import { validateSpec } from '../../agent/spec/validate.js';
@@ -110,7 +110,7 @@ HAPROXIES.forEach((h, hi) => {
     const out = renderLoadBalancer(spec(net.nsIp, web, api), settings, { initStateAtStartup: caps.initStateAtStartup });
     for (const f of out.crtLists) writeFileSync(f.path, f.content);
     engine = testEngine(h, dir, net.netns);
-    await engine.apply(LB, 'amp', out.haproxyConfig!);
+    await applyConfig(engine, LB, 'amp', out.haproxyConfig!);
     await waitFor('every member UP', async () => (await serverStates(engine, LB)).every((s) => s.opState === 2));
   }));
 

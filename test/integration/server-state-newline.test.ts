@@ -11,7 +11,7 @@ import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { waitFor } from '../helpers/load.js';
-import { serverStates, testEngine } from '../helpers/engine.js';
+import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
 
@@ -42,12 +42,12 @@ HAPROXIES.filter((h) => ['haproxy-3.0', 'haproxy-3.4'].includes(h.label)).forEac
   });
 
   t('the last member keeps its DOWN state across the reload', async () => {
-    await engine.apply(lbId, 'amp', config(1));
+    await applyConfig(engine, lbId, 'amp', config(1));
     const m2 = async () => (await serverStates(engine, lbId)).find((e) => e.server === 'm2');
     const m1 = async () => (await serverStates(engine, lbId)).find((e) => e.server === 'm1');
     await waitFor('m1 UP and m2 DOWN', async () => (await m1())?.opState === 2 && (await m2())?.opState === 0, 15_000);
-    const report = await engine.apply(lbId, 'amp', config(2));
-    assert.is(report.action, 'reloaded');
+    const report = await applyConfig(engine, lbId, 'amp', config(2));
+    assert.is(report.outcome, 'reloaded');
     const state = readFileSync(join(dir, lbId, 'servers-state'), 'utf8');
     assert.ok(state.endsWith('\n'), 'the state file has no final newline');
     assert.match(state.trim().split('\n').at(-1)!, / m2 /);

@@ -3,7 +3,7 @@
 // (api/params.ts) and the apply words (loadbalancer/outcome.ts). Served at
 // /2.0/openapi.json and kept in the repository as docs/openapi-2.0.json
 // (`node dist/agent/main.js openapi > docs/openapi-2.0.json`; a test compares them).
-import { APPLY_PLANS, PUT_RESULTS } from '../../loadbalancer/outcome.js';
+import { APPLY_PLANS, PUT_RESULTS } from '../../outcome.js';
 import { LOAD_BALANCER_SCHEMA } from '../../spec/schema.js';
 import { OBJECT_ID_PATTERN, PEM_FILENAME_PATTERN } from '../params.js';
 

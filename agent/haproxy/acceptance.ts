@@ -1,0 +1,43 @@
+// How a new config becomes the accepted one: validated the way Octavia
+// validates it (haproxy -c with the amphora's peer name and the user/group
+// file), then renamed into place with the amphora it was accepted for.
+// haproxy judges the text it would load (runnable.ts); the accepted file
+// keeps the text as sent. A rejected config is kept beside it for operators.
+import { run } from '../system/exec.js';
+import { ensureDir, exists, removeFile, renameDurable, writeFileAtomic } from '../system/files.js';
+import { InvalidConfigError } from './errors.js';
+import { peerName, type LoadBalancerFiles } from './layout.js';
+
+export interface AcceptanceDeps {
+  haproxyCommand: string[];
+  /** Octavia's haproxy-default-user-group.conf; created with group nogroup when it is missing and `ownDir` holds it. */
+  userGroupFile: string;
+  ownDir: string;
+}
+
+/** Throws InvalidConfigError with haproxy's message when haproxy -c refuses the config. */
+export async function acceptConfig(
+  deps: AcceptanceDeps, files: LoadBalancerFiles, amphoraId: string, text: string, runnable: string,
+): Promise<void> {
+  await ensureUserGroupFile(deps);
+  await ensureDir(files.dir, 0o755);
+  await writeFileAtomic(files.candidate, text, 0o600);
+  if (runnable !== text) await writeFileAtomic(files.candidateLive, runnable, 0o600);
+  const res = await run([
+    ...deps.haproxyCommand, '-c', '-L', peerName(amphoraId),
+    '-f', runnable !== text ? files.candidateLive : files.candidate, '-f', deps.userGroupFile,
+  ]);
+  if (runnable !== text) await removeFile(files.candidateLive);
+  if (res.exitCode !== 0) {
+    await renameDurable(files.candidate, files.rejected);
+    throw new InvalidConfigError(res.output.trim());
+  }
+  await renameDurable(files.candidate, files.config);
+  await writeFileAtomic(files.meta, JSON.stringify({ amphoraId }), 0o600);
+}
+
+async function ensureUserGroupFile(deps: AcceptanceDeps): Promise<void> {
+  if (!(await exists(deps.userGroupFile)) && deps.userGroupFile.startsWith(`${deps.ownDir}/`)) {
+    await writeFileAtomic(deps.userGroupFile, 'global\n    group nogroup\n', 0o644);
+  }
+}

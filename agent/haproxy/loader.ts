@@ -1,0 +1,130 @@
+// The load step: make haproxy run a config, starting it or reloading it,
+// with the member-protection rule applied (protection.ts, admission.ts):
+//
+//   dump running state -> plan protection -> write state file + live config
+//   -> start or reload -> verify a new worker answers
+//
+// On failure the previous live config is put back (haproxy still runs it)
+// and the caller gets HaproxyFailedError with haproxy's message.
+import { resolve } from 'node:path';
+import type { Logger } from '../log.js';
+import { readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
+import type { AdmissionMethod } from './admission.js';
+import { writeApplied } from './applied.js';
+import { readConfig } from './config-reader.js';
+import { HaproxyFailedError } from './errors.js';
+import { memberKey } from './layout.js';
+import { workerCommand } from './master-cli.js';
+import type { PendingMembers } from './pending.js';
+import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
+import { planProtection } from './protection.js';
+import { parseServerState, type ServerStateDump } from './server-state.js';
+
+export interface LoadDeps {
+  supervisor: HaproxySupervisor;
+  log: Logger;
+  /** The agent's base directory: the only place a server-state file is written. */
+  baseDir: string;
+  pending: PendingMembers;
+  /** The haproxy binary applies `init-state` at start-up (capabilities.ts). */
+  initStateAtStartup: boolean;
+  /** False switches protection off (only to prove that tests can fail). */
+  protect: boolean;
+}
+
+export interface LoadReport {
+  outcome: 'started' | 'reloaded';
+  /** Members held down until their first successful checks ("backend/server"). */
+  newMembers: string[];
+  method: AdmissionMethod | null;
+  warnings: string[];
+  workerPid: number | null;
+  durationMs: number;
+}
+
+/** Load `runnableText` (the accepted config in this binary's syntax) for `inst`. */
+export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnableText: string): Promise<LoadReport> {
+  const started = Date.now();
+  const { files, lbId } = inst;
+  const before = await deps.supervisor.status(inst);
+  // Protection edits the text haproxy loads: line numbers are those of the runnable text.
+  const config = readConfig(runnableText);
+  const running = before.running ? await runningState(inst, config.serverStateFile, deps.log) : null;
+  // Members waiting in (CLI) maintenance for a first passing check would keep
+  // that maintenance through the state file: they start again as new members.
+  const pending = await deps.pending.keys(lbId);
+  if (running && pending.size > 0) running.entries = running.entries.filter((e) => !pending.has(memberKey(e.backend, e.server)));
+  const plan = planProtection({
+    configText: runnableText, config, running, initStateAtStartup: deps.initStateAtStartup, protect: deps.protect,
+  });
+  for (const w of plan.warnings) deps.log.warn({ lbId }, w);
+
+  if (config.serverStateFile) {
+    if (resolve(config.serverStateFile).startsWith(`${resolve(deps.baseDir)}/`)) await writeFileAtomic(config.serverStateFile, plan.stateFile, 0o600);
+    else deps.log.warn({ lbId, path: config.serverStateFile }, 'server-state file outside the agent directories; not written');
+  }
+
+  await removeFile(files.stopped);
+  const previousLive = await readTextIfExists(files.live);
+  if (previousLive !== null) await writeFileAtomic(files.livePrevious, previousLive, 0o600);
+  await writeFileAtomic(files.live, plan.effectiveConfig, 0o600);
+
+  let after: HaproxyStatus;
+  try {
+    after = before.running ? await deps.supervisor.reload(inst, before) : await deps.supervisor.start(inst);
+  } catch (err) {
+    const failure = err instanceof HaproxyFailedError ? err : new HaproxyFailedError(before.running ? 'reload' : 'start', String(err));
+    if (previousLive !== null) await writeFileAtomic(files.live, previousLive, 0o600);
+    else await removeFile(files.live);
+    await removeFile(files.livePrevious);
+    if (before.running) await reloadPrevious(deps, inst, failure);
+    throw failure;
+  }
+  await writeApplied(files, { workerPid: after.workerPid, masterReloads: after.table?.reloads ?? 0 });
+  await removeFile(files.livePrevious);
+  await deps.pending.set(lbId, []);
+
+  const report: LoadReport = {
+    outcome: before.running ? 'reloaded' : 'started',
+    newMembers: plan.newMembers.map((s) => memberKey(s.backend, s.name)),
+    method: plan.method,
+    warnings: plan.warnings,
+    workerPid: after.workerPid,
+    durationMs: Date.now() - started,
+  };
+  deps.log.info({ lbId, ...report }, `haproxy ${report.outcome}`);
+  return report;
+}
+
+/**
+ * After a failed load haproxy's old workers may have paused their listeners
+ * for the socket hand-over and not resumed them (seen on 2.6 and 3.2 when a
+ * bind address is missing): reload once more with the previous live config,
+ * which loaded before, so the listeners serve again.
+ */
+async function reloadPrevious(deps: LoadDeps, inst: HaproxyInstance, failure: HaproxyFailedError): Promise<void> {
+  try {
+    const status = await deps.supervisor.status(inst);
+    await deps.supervisor.reload(inst, status);
+    deps.log.warn({ lbId: inst.lbId, err: failure.output }, 'reload failed; haproxy reloaded with the previous config');
+  } catch (err) {
+    deps.log.error({ lbId: inst.lbId, err: String(err) }, 'reload failed and the previous config did not reload either');
+  }
+}
+
+/**
+ * What haproxy runs now, from `show servers state` right before the reload.
+ * If the dump fails, fall back to the last state file so running members are
+ * not mistaken for new ones (which would take them out of service).
+ */
+async function runningState(inst: HaproxyInstance, stateFile: string | null, log: Logger): Promise<ServerStateDump> {
+  try {
+    const text = await workerCommand(inst.files.masterSocket, 'show servers state', 10_000);
+    if (/^1\s*$/m.test(text)) return parseServerState(text);
+    throw new Error(text.trim() || 'empty answer');
+  } catch (err) {
+    log.warn({ lbId: inst.lbId, err: String(err) }, 'cannot dump server state; using the last state file');
+    const saved = stateFile ? await readTextIfExists(stateFile) : null;
+    return saved ? parseServerState(saved) : { header: [], entries: [] };
+  }
+}

@@ -1,0 +1,71 @@
+// A plan's runtime steps carried out: the member commands go to haproxy's
+// runtime API, and the files follow (accepted and live config, and the
+// companions such as the spec), so the next reload, state dump included,
+// keeps the members. Their data syncs while haproxy takes the commands; they
+// are renamed into place once haproxy took them all, and discarded if it
+// refused one or did not answer: the caller then reloads instead, for the
+// reason returned.
+import type { Logger } from '../log.js';
+import { stageFiles, type FileContent } from '../system/files.js';
+import { memberKey, type LoadBalancerFiles } from './layout.js';
+import { MasterCliError } from './master-cli.js';
+import type { PendingMembers } from './pending.js';
+import { stepName } from './plan.js';
+import { RuntimeCommandError, type RuntimeApi, type RuntimeResult } from './runtime.js';
+import type { RuntimeStep } from './runtime-plan.js';
+
+export interface RuntimeChangeDeps {
+  lbId: string;
+  files: LoadBalancerFiles;
+  runtime: RuntimeApi;
+  pending: PendingMembers;
+  log: Logger;
+}
+
+export interface RuntimeChange {
+  text: string;
+  /** `text` as this haproxy binary loads it. */
+  runnable: string;
+  companions: FileContent[];
+}
+
+/** The members now pending ("backend/server"), or why haproxy could not take the steps. */
+export async function changeAtRuntime(deps: RuntimeChangeDeps, change: RuntimeChange, steps: RuntimeStep[]): Promise<{ pending: string[] } | string> {
+  const { lbId, log } = deps;
+  let result: RuntimeResult;
+  try {
+    result = await commandsWithFiles(deps, change, steps);
+  } catch (err) {
+    if (err instanceof MasterCliError) {
+      log.warn({ lbId, err: err.message }, 'runtime API unreachable; loading instead');
+      return `haproxy's runtime API did not answer: ${err.message}`;
+    }
+    if (!(err instanceof RuntimeCommandError)) throw err;
+    log.warn({ lbId, err: err.message }, 'runtime change refused by haproxy; reloading instead');
+    return `haproxy refused a runtime command: ${err.message}`;
+  }
+  await deps.pending.afterRuntime(lbId, result);
+  const pending = result.pending.map((p) => memberKey(p.backend, p.server));
+  log.info({ lbId, steps: steps.map(stepName), pending }, 'members changed at runtime');
+  return { pending };
+}
+
+async function commandsWithFiles(deps: RuntimeChangeDeps, change: RuntimeChange, steps: RuntimeStep[]): Promise<RuntimeResult> {
+  const { files } = deps;
+  // Accepted and live config are one text (one write, two names) unless this
+  // haproxy needs its own syntax.
+  const configs = change.runnable === change.text
+    ? [{ path: [files.config, files.live], data: change.text }]
+    : [{ path: files.config, data: change.text }, { path: files.live, data: change.runnable }];
+  const staging = stageFiles([...configs, ...change.companions]);
+  staging.catch(() => undefined); // its failure is handled below, not an unhandled rejection meanwhile
+  let result: RuntimeResult;
+  try {
+    result = await deps.runtime.apply(steps);
+  } catch (err) {
+    (await staging.catch(() => null))?.discard();
+    throw err;
+  }
+  (await staging).commit();
+  return result;
+}
