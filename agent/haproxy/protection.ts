@@ -5,6 +5,7 @@
 // haproxy runs now in, the files to write out.
 import { admit, HOLD_DOWN, type AdmissionMethod } from './admission.js';
 import type { ConfigInfo, ServerLine } from './config-reader.js';
+import { memberKey } from './layout.js';
 import {
   formatServerState, splitServerAddress, stoppedServerLine,
   type ServerStateDump, type ServerStateEntry,
@@ -83,7 +84,7 @@ export function planProtection(input: ProtectionInput): ProtectionPlan {
     const backend = input.config.backends.get(srv.backend)!;
     if (!input.config.serverStateFile || backend.loadServerState !== 'global') {
       warnings.push(
-        `member ${srv.backend}/${srv.name} cannot start down: this haproxy lacks a working init-state and ` +
+        `member ${memberKey(srv.backend, srv.name)} cannot start down: this haproxy lacks a working init-state and ` +
         `the backend does not load the global server-state file`);
       continue;
     }

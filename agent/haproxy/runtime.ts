@@ -116,7 +116,7 @@ export class RuntimeApi {
     for (const p of pending) {
       const entry = entries.find((e) => e.backend === p.backend && e.server === p.server);
       if (!entry) continue; // removed meanwhile
-      if (isReady(entry, p.rise)) await this.command(`set server ${p.backend}/${p.server} state ready`);
+      if (isReady(entry, p.rise)) await this.command(`set server ${memberKey(p.backend, p.server)} state ready`);
       else waiting.push(p);
     }
     return waiting;
