@@ -1,11 +1,14 @@
-// bench/apply: latency of one member change on a load balancer with 100
-// members, three ways, on the same haproxy binary in the same run:
-//  - API 2.0: a spec PUT; the agent changes the member through the runtime API;
+// bench/apply: latency of one member change on a load balancer with 100,
+// 1,000 and 5,000 members, four ways, on the same haproxy binary in the same
+// run:
+//  - API 2.0 member call: PUT of the one member; the runtime API;
+//  - API 2.0 whole spec: a spec PUT; the agent changes the member through the runtime API;
 //  - API 1.0 as Octavia drives it (upload the full config, then reload), on
 //    this agent, which turns a member-only reload into runtime commands;
 //  - the same 1.0 calls on an agent with runtime_member_changes = false: a
 //    real reload each time, which is what Octavia's own agent does.
 // Prints medians and the ratios. Run: sudo npm run bench:apply
+// (BENCH_SIZES=100,1000,5000, BENCH_HAPROXY=2.6 to pick a version).
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { HAPROXIES, testDir } from '../test/helpers/haproxies.js';
@@ -18,10 +21,10 @@ import { validateSpec } from '../agent/spec/validate.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 30);
-const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 100);
+const SIZES = (process.env.BENCH_SIZES ?? '100,1000,5000').split(',').map(Number);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-function spec(lbId: string, vip: string, port: number, weight: number) {
+function spec(lbId: string, vip: string, port: number, weight: number, members: number) {
   return {
     id: lbId, vip_address: vip,
     listeners: [{
@@ -29,15 +32,18 @@ function spec(lbId: string, vip: string, port: number, weight: number) {
       default_pool: {
         id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
         healthmonitor: { type: 'HTTP', delay: 5, timeout: 3, max_retries: 2, url_path: '/healthz' },
-        members: Array.from({ length: MEMBERS }, (_, i) => ({
-          id: `m${i}`, address: `10.99.${Math.floor(i / 250)}.${(i % 250) + 1}`, protocol_port: 80, weight: i === 0 ? weight : 1,
+        members: Array.from({ length: members }, (_, i) => ({
+          id: `m${i}`, ...memberAt(i, i === 0 ? weight : 1),
         })),
       },
     }],
   };
 }
 
-for (const h of HAPROXIES) {
+/** Member i's address (10.99.0.0/16, closed ports: checks fail fast and stay local) and weight. */
+const memberAt = (i: number, weight: number) => ({ address: `10.99.${Math.floor(i / 250)}.${(i % 250) + 1}`, protocol_port: 80, weight });
+
+for (const h of HAPROXIES.filter((x) => !process.env.BENCH_HAPROXY || x.label.includes(process.env.BENCH_HAPROXY))) for (const MEMBERS of SIZES) {
   const net = createTestNetwork();
   const dir = await testDir('bench-apply');
   const agent = await startAgent(h, `${dir}/runtime`, net.netns, 19943);
@@ -47,9 +53,10 @@ for (const h of HAPROXIES) {
     // One kept-alive TLS connection per agent, as a control plane keeps one.
     const connection = new https.Agent({ keepAlive: true, maxSockets: 1 });
     const classicConnection = new https.Agent({ keepAlive: true, maxSockets: 1 });
-    const put2 = (weight: number) => apiRequest(agent, 'PUT', `/2.0/loadbalancers/${v2Lb}`, { body: spec(v2Lb, net.nsIp, 8080, weight), connection });
-    const v1 = v1Path(agent, 'lb-bench-v1', net.nsIp, 8081, connection);
-    const v1Classic = v1Path(classic, 'lb-bench-v1c', net.nsIp, 8082, classicConnection);
+    const put2 = (weight: number) => apiRequest(agent, 'PUT', `/2.0/loadbalancers/${v2Lb}`, { body: spec(v2Lb, net.nsIp, 8080, weight, MEMBERS), connection });
+    const putMember = (weight: number) => apiRequest(agent, 'PUT', `/2.0/loadbalancers/${v2Lb}/pools/p-web/members/m0`, { body: memberAt(0, weight), connection });
+    const v1 = v1Path(agent, 'lb-bench-v1', net.nsIp, 8081, connection, MEMBERS);
+    const v1Classic = v1Path(classic, 'lb-bench-v1c', net.nsIp, 8082, classicConnection, MEMBERS);
 
     // All three load balancers run before timing starts.
     if ((await put2(1)).status !== 201) throw new Error('2.0 create failed');
@@ -63,25 +70,32 @@ for (const h of HAPROXIES) {
     // 7-9 ms), then a second for the start-up checks to settle.
     for (let i = 0; i < WARMUP; i++) {
       await put2(4 + (i % 2));
+      await putMember(6 + (i % 2));
       await v1.change(4 + (i % 2));
       await v1Classic.change(4 + (i % 2));
     }
     await new Promise((r) => setTimeout(r, 1000));
-    const v2: number[] = [];
-    for (let i = 0; i < ROUNDS; i++) {
-      const t = performance.now();
-      const res = await put2(2 + (i % 2));
-      v2.push(performance.now() - t);
-      if (res.json?.result !== 'runtime') throw new Error(`2.0 change was not a runtime change: ${res.text}`);
-    }
+    const timed = async (call: (w: number) => Promise<{ text: string; json?: { result?: string } }>) => {
+      const ms: number[] = [];
+      for (let i = 0; i < ROUNDS; i++) {
+        const t = performance.now();
+        const res = await call(2 + (i % 2));
+        ms.push(performance.now() - t);
+        if (res.json?.result !== 'runtime') throw new Error(`2.0 change was not a runtime change: ${res.text}`);
+      }
+      return median(ms);
+    };
+    const member = await timed(putMember);
+    const whole = await timed(put2);
     const runtime1 = await v1.measure(ROUNDS);
     const classic1 = await v1Classic.measure(ROUNDS);
-    const a = median(v2);
     console.log(`${h.label}: one member's weight, ${MEMBERS}-member pool, median of ${ROUNDS}`);
-    console.log(`  API 2.0 (spec PUT, runtime API)                   ${a.toFixed(1)} ms`);
+    console.log(`  API 2.0 member call (runtime API)                 ${member.toFixed(1)} ms`);
+    console.log(`  API 2.0 whole spec PUT (runtime API)              ${whole.toFixed(1)} ms`);
     console.log(`  API 1.0 upload + reload, member-only -> runtime   ${runtime1.total.toFixed(1)} ms (upload with haproxy -c ${runtime1.upload.toFixed(1)} ms)`);
     console.log(`  API 1.0 upload + real reload (Octavia's agent)    ${classic1.total.toFixed(1)} ms (upload with haproxy -c ${classic1.upload.toFixed(1)} ms)`);
-    console.log(`  ratio, 2.0 against upload + real reload           ${(classic1.total / a).toFixed(1)}x faster`);
+    console.log(`  ratio, member call against upload + real reload   ${(classic1.total / member).toFixed(1)}x faster`);
+    console.log(`  ratio, whole spec against upload + real reload    ${(classic1.total / whole).toFixed(1)}x faster`);
     console.log(`  ratio, 1.0 runtime against upload + real reload   ${(classic1.total / runtime1.total).toFixed(1)}x faster`);
   } finally {
     await apiRequest(agent, 'DELETE', '/2.0/loadbalancers/lb-bench-v2').catch(() => undefined);
@@ -94,9 +108,9 @@ for (const h of HAPROXIES) {
 }
 
 /** One member change as Octavia's controller makes it: upload the whole config, then reload. */
-function v1Path(agent: AgentUnderTest, lbId: string, vip: string, port: number, connection: https.Agent) {
+function v1Path(agent: AgentUnderTest, lbId: string, vip: string, port: number, connection: https.Agent, members: number) {
   const settings = { ...DEFAULT_RENDER_SETTINGS, basePath: agent.basePath, baseCertDir: agent.certDir };
-  const config = (weight: number) => renderLoadBalancer(validateSpec(spec(lbId, vip, port, weight)), settings, { initStateAtStartup: false }).haproxyConfig!;
+  const config = (weight: number) => renderLoadBalancer(validateSpec(spec(lbId, vip, port, weight, members)), settings, { initStateAtStartup: false }).haproxyConfig!;
   const uploadMs: number[] = [];
   const change = async (weight: number) => {
     const t = performance.now();

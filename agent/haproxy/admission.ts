@@ -77,15 +77,15 @@ export function isReady(server: { checkResult: number; checkHealth: number }, ri
 }
 
 /**
- * A member the agent keeps in maintenance until its first check passes is
- * reported DOWN, as haproxy reports a member held down by init-state: MAINT
+ * A member the agent keeps in maintenance (or, re-enabled, draining) until
+ * its checks pass is reported DOWN, as haproxy reports a member held down by init-state: MAINT
  * would read as disabled by the operator (Octavia's OFFLINE).
  */
 export function withPendingDown<R extends { pxname: string; svname: string; status: string }>(
   rows: R[], pending: { backend: string; server: string }[],
 ): R[] {
   const held = new Set(pending.map((p) => memberKey(p.backend, p.server)));
-  return rows.map((r) => (r.status.startsWith('MAINT') && held.has(memberKey(r.pxname, r.svname)) ? { ...r, status: 'DOWN' } : r));
+  return rows.map((r) => (/^(MAINT|DRAIN)/.test(r.status) && held.has(memberKey(r.pxname, r.svname)) ? { ...r, status: 'DOWN' } : r));
 }
 
 /**

@@ -26,7 +26,7 @@ import { KeyedLock } from './keyed-lock.js';
 import { loadBalancerFiles, peerName, statsSocket, type LoadBalancerFiles } from './layout.js';
 import { loadConfig, type LoadReport } from './loader.js';
 import { PendingMembers } from './pending.js';
-import { planApply, type Plan, type PlanFacts } from './plan.js';
+import { planApply, planMemberLines, type MemberLines, type Plan, type PlanFacts } from './plan.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
 import { recoverInterruptedReload } from './recovery.js';
 import { runnableConfig } from './runnable.js';
@@ -76,10 +76,19 @@ interface Change extends RuntimeChange {
   candidate: boolean;
 }
 
+/** An API 2.0 member call's config: `base` (the accepted config) with the member's server lines changed. */
+export interface MemberEdit {
+  base: string;
+  text: string;
+  lines: MemberLines[];
+}
+
 export class HaproxyEngine {
   private readonly lock = new KeyedLock();
   private readonly baseDir: string;
   private readonly pending: PendingMembers;
+  /** The accepted config haproxy runs, as this process last applied or loaded it: a member edit on it is planned from its lines alone. */
+  private readonly running = new Map<string, string>();
 
   constructor(private readonly opts: EngineOptions) {
     this.baseDir = resolve(opts.baseDir);
@@ -125,6 +134,24 @@ export class HaproxyEngine {
     });
   }
 
+  /** What applyMember would do (a dry run). */
+  planMember(lbId: string, edit: MemberEdit): Promise<Plan> {
+    return this.lock.run(lbId, async () => this.memberPlan(lbId, edit, await this.runnable(edit.text)));
+  }
+
+  /**
+   * API 2.0's member call: like applyChange, but planned from the member's
+   * lines when haproxy runs the edit's base, so the cost does not grow with
+   * the load balancer.
+   */
+  applyMember(lbId: string, amphoraId: string, edit: MemberEdit, companions: FileContent[]): Promise<ChangeReport> {
+    return this.lock.run(lbId, async () => {
+      const runnable = await this.runnable(edit.text);
+      const plan = await this.memberPlan(lbId, edit, runnable);
+      return this.execute(lbId, plan, { text: edit.text, runnable, amphoraId, candidate: true, companions });
+    });
+  }
+
   /**
    * API 1.0's reload: make the accepted (uploaded) config run. Members added,
    * re-weighted or put in or out of maintenance go through the runtime API
@@ -148,6 +175,7 @@ export class HaproxyEngine {
   stop(lbId: string): Promise<void> {
     return this.lock.run(lbId, async () => {
       await writeFileAtomic(this.files(lbId).stopped, '', 0o600);
+      this.running.delete(lbId);
       await this.opts.supervisor.stop(await this.storedInstance(lbId));
     });
   }
@@ -170,6 +198,7 @@ export class HaproxyEngine {
     return this.lock.run(lbId, async () => {
       const files = this.files(lbId);
       if (!(await exists(files.dir))) return;
+      this.running.delete(lbId);
       await this.opts.supervisor.stop(await this.storedInstance(lbId));
       await removeTree(files.dir);
     });
@@ -233,6 +262,11 @@ export class HaproxyEngine {
     return planApply({ request, forcedReload, live, runnable, accepted, running });
   }
 
+  private async memberPlan(lbId: string, edit: MemberEdit, runnable: string): Promise<Plan> {
+    if (this.running.get(lbId) === edit.base) return planMemberLines(edit.lines);
+    return this.planFor(lbId, 'put', edit.text, runnable, null);
+  }
+
   /** Reasons an API 1.0 reload cannot go through the runtime API, whatever changed. */
   private async reloadFirst(lbId: string): Promise<string | null> {
     if (this.opts.runtimeMemberChanges === false || !this.opts.certDir) return 'runtime member changes are off';
@@ -244,13 +278,17 @@ export class HaproxyEngine {
   private async execute(lbId: string, plan: Plan, change: Change): Promise<ChangeReport> {
     if (plan.kind === 'unchanged') {
       await writeFilesAtomic(change.companions);
+      this.running.set(lbId, change.text);
       return { outcome: 'unchanged', steps: [], reloadReason: null, pending: [], load: null };
     }
     let reason: string;
     if (plan.kind === 'runtime') {
       const deps = { lbId, files: this.files(lbId), runtime: this.runtimeApi(lbId), pending: this.pending, log: this.opts.log };
       const done = await changeAtRuntime(deps, change, plan.steps);
-      if (typeof done !== 'string') return { outcome: 'runtime', steps: plan.steps, reloadReason: null, pending: done.pending, load: null };
+      if (typeof done !== 'string') {
+        this.running.set(lbId, change.text);
+        return { outcome: 'runtime', steps: plan.steps, reloadReason: null, pending: done.pending, load: null };
+      }
       reason = done;
     } else {
       reason = plan.reason;
@@ -265,7 +303,7 @@ export class HaproxyEngine {
     const previous = change.candidate ? await this.acceptedConfig(lbId) : null;
     if (change.candidate) await this.accept(lbId, change.amphoraId, change.text, change.runnable);
     try {
-      const report = await this.load(this.instance(lbId, change.amphoraId), change.runnable);
+      const report = await this.load(this.instance(lbId, change.amphoraId), change.text, change.runnable);
       await writeFilesAtomic(change.companions);
       return report;
     } catch (err) {
@@ -282,14 +320,18 @@ export class HaproxyEngine {
     const inst = this.instance(lbId, amphoraId);
     if ((await this.opts.supervisor.status(inst)).running) return null;
     if (why) this.opts.log.warn({ lbId }, why);
-    return this.load(inst, await this.runnable(text));
+    return this.load(inst, text, await this.runnable(text));
   }
 
-  private load(inst: HaproxyInstance, runnable: string): Promise<LoadReport> {
-    return this.capabilities().then((caps) => loadConfig({
+  /** Load `text` (the accepted config; `runnable` its form for this binary). */
+  private async load(inst: HaproxyInstance, text: string, runnable: string): Promise<LoadReport> {
+    const caps = await this.capabilities();
+    const report = await loadConfig({
       supervisor: this.opts.supervisor, log: this.opts.log, baseDir: this.baseDir, pending: this.pending,
       initStateAtStartup: caps.initStateAtStartup, protect: this.opts.protectNewMembers !== false,
-    }, inst, runnable));
+    }, inst, runnable);
+    this.running.set(inst.lbId, text);
+    return report;
   }
 
   private accept(lbId: string, amphoraId: string, text: string, runnable: string): Promise<void> {

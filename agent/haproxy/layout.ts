@@ -31,8 +31,10 @@ export interface LoadBalancerFiles {
   stopped: string;
   /** Members added or re-enabled at runtime that wait in maintenance for their first passing check. */
   pendingReady: string;
-  /** The accepted load-balancer spec and its ETag (API 2.0). */
+  /** The accepted load-balancer spec and its ETag (API 2.0), as of the last whole-spec PUT or compaction. */
   spec: string;
+  /** API 2.0 member calls since spec.json, one JSON line each (spec-store.ts). */
+  specJournal: string;
 }
 
 export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFiles {
@@ -53,6 +55,7 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
     stopped: join(dir, 'stopped'),
     pendingReady: join(dir, 'pending-ready.json'),
     spec: join(dir, 'spec.json'),
+    specJournal: join(dir, 'spec.journal'),
   };
 }
 

@@ -48,3 +48,23 @@ export function planApply(f: PlanFacts): Plan {
 
 /** A runtime step as reports name it: "add backend/server". */
 export const stepName = (s: RuntimeStep): string => `${s.kind} ${memberKey(s.backend, s.server)}`;
+
+/** A member's server line in one backend before and after a member call (null: none). */
+export interface MemberLines {
+  backend: string;
+  before: string | null;
+  after: string | null;
+}
+
+/**
+ * The plan of a member call made on the config haproxy runs: its lines alone
+ * decide it, as planRuntime would decide on the whole config (nothing else
+ * differs), so the cost does not grow with the load balancer.
+ */
+export function planMemberLines(lines: MemberLines[]): Plan {
+  const sections = (pick: (l: MemberLines) => string | null) =>
+    `${lines.map((l) => [`backend ${l.backend}`, pick(l)].filter((x) => x !== null).join('\n')).join('\n')}\n`;
+  const { steps, reloadReason } = planRuntime(sections((l) => l.before), sections((l) => l.after));
+  if (reloadReason !== null) return reloadPlan(reloadReason);
+  return steps.length === 0 ? { kind: 'unchanged' } : { kind: 'runtime', steps };
+}

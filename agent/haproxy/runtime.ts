@@ -1,9 +1,10 @@
 // Member changes through haproxy's runtime API (the worker CLI, reached over
 // the master socket), so they need no reload. A member added or re-enabled
 // here is admitted as its step says (admission.ts): with init-state on its
-// line `enable server` leaves it DOWN until checks pass; otherwise it stays
-// in maintenance with checks running and is made ready once a check passed
-// (`pending`, promoted by the engine's ready watcher).
+// line `enable server` leaves it DOWN until checks pass; otherwise an added
+// one stays in maintenance with checks running, a re-enabled one drains
+// forced DOWN, and either is made ready once its checks passed (`pending`,
+// promoted by the engine's ready watcher).
 import { parseShowStat } from './stats.js';
 import { isReady } from './admission.js';
 import { memberKey } from './layout.js';
@@ -64,13 +65,19 @@ export class RuntimeApi {
           await this.command(`set server ${id} state maint`);
           result.settled.push(id);
           break;
-        case 'admin-up': {
-          // Checks go on in maintenance, so a member that passes them may return at once.
-          const entry = (await this.servers(step.backend)).find((e) => e.server === step.server);
-          if (step.admission.ready !== 'agent' || (entry && isReady(entry, step.rise))) await this.command(`set server ${id} state ready`);
-          else result.pending.push({ backend: step.backend, server: step.server, rise: step.rise });
+        case 'admin-up':
+          if (step.admission.ready !== 'agent') {
+            await this.command(`set server ${id} state ready`);
+            break;
+          }
+          // Maintenance pauses the checks (health 0), and leaving it makes a
+          // server UP at once on its last result (2.6, 3.0). So the member
+          // drains instead, where checks run, forced DOWN until they pass
+          // again; the agent makes it ready then (promote).
+          await this.command(`set server ${id} state drain`);
+          await this.command(`set server ${id} health down`);
+          result.pending.push({ backend: step.backend, server: step.server, rise: step.rise });
           break;
-        }
         case 'remove':
           await this.remove(step.backend, step.server);
           result.settled.push(id);

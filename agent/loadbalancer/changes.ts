@@ -1,7 +1,7 @@
 // What a new spec changes compared with the accepted one, object by object,
 // in words a control-plane author reads: "member p1/m3 added",
 // "member p1/m2 changed: weight 1 -> 5". Pure.
-import type { LoadBalancerSpec, PoolSpec } from '../spec/types.js';
+import type { LoadBalancerSpec, MemberSpec, PoolSpec } from '../spec/types.js';
 
 type Flat = Map<string, Record<string, unknown>>;
 
@@ -42,18 +42,23 @@ export function describeChanges(before: LoadBalancerSpec | null, after: LoadBala
   const a = flatten(before);
   const b = flatten(after);
   const out: string[] = [];
-  for (const [k, v] of b) {
-    const was = a.get(k);
-    if (!was) {
-      out.push(`${k} added`);
-      continue;
-    }
-    if (sameFields(was, v)) continue;
-    const fields = [...new Set([...Object.keys(was), ...Object.keys(v)])].sort()
-      .filter((f) => JSON.stringify(was[f]) !== JSON.stringify(v[f]))
-      .map((f) => `${f} ${JSON.stringify(was[f]) ?? '(unset)'} -> ${JSON.stringify(v[f]) ?? '(unset)'}`);
-    if (fields.length > 0) out.push(`${k} changed: ${fields.join(', ')}`);
-  }
+  for (const [k, v] of b) out.push(...describeObject(k, a.get(k) ?? null, v));
   for (const k of a.keys()) if (!b.has(k)) out.push(`${k} removed`);
   return out;
+}
+
+/** The words for one member's change (API 2.0's member calls), as describeChanges says them. */
+export function describeMemberChange(poolId: string, before: MemberSpec | null, after: MemberSpec | null): string[] {
+  const k = `member ${poolId}/${(after ?? before)!.id}`;
+  if (after === null) return before === null ? [] : [`${k} removed`];
+  return describeObject(k, before as unknown as Record<string, unknown> | null, after as unknown as Record<string, unknown>);
+}
+
+function describeObject(k: string, was: Record<string, unknown> | null, v: Record<string, unknown>): string[] {
+  if (!was) return [`${k} added`];
+  if (sameFields(was, v)) return [];
+  const fields = [...new Set([...Object.keys(was), ...Object.keys(v)])].sort()
+    .filter((f) => JSON.stringify(was[f]) !== JSON.stringify(v[f]))
+    .map((f) => `${f} ${JSON.stringify(was[f]) ?? '(unset)'} -> ${JSON.stringify(v[f]) ?? '(unset)'}`);
+  return fields.length > 0 ? [`${k} changed: ${fields.join(', ')}`] : [];
 }

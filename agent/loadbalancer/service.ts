@@ -7,16 +7,17 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
-import type { ChangeReport, HaproxyEngine } from '../haproxy/engine.js';
+import type { ChangeReport, HaproxyEngine, MemberEdit } from '../haproxy/engine.js';
 import { KeyedLock } from '../haproxy/keyed-lock.js';
-import { renderLoadBalancer } from '../render/render.js';
-import type { AmphoraFacts, RenderedLoadBalancer } from '../render/settings.js';
-import type { LoadBalancerSpec } from '../spec/types.js';
-import { validateSpec } from '../spec/validate.js';
-import { ensureDir, readTextIfExists, writeFileAtomic } from '../system/files.js';
+import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
+import type { AmphoraFacts, RenderedLoadBalancer, RenderTarget } from '../render/settings.js';
+import { poolsById, withMember } from '../spec/pools.js';
+import type { LoadBalancerSpec, MemberSpec } from '../spec/types.js';
+import { validateMember, validateSpec } from '../spec/validate.js';
+import { ensureDir, readTextIfExists, writeFileAtomic, writeFilesAtomic, type FileContent } from '../system/files.js';
 import { afterHaproxyChange, afterLvsStart } from './announce.js';
 import { certificateDir, readCertificate, removeCertificate, removeCertificates, storeCertificate } from './certificates.js';
-import { describeChanges } from './changes.js';
+import { describeChanges, describeMemberChange } from './changes.js';
 import { applyLvs, lvsInstance, lvsStatus, removeLvs } from '../keepalived/service.js';
 import { keepalivedSettings } from '../keepalived/process.js';
 import { LVS_PROTOCOLS } from '../spec/types.js';
@@ -26,7 +27,11 @@ import { isReload, type ApplyOutcome, type ApplyPlan, type PutResultWord } from 
 import { stepName, type Plan } from '../haproxy/plan.js';
 import type { RuntimeStep } from '../haproxy/runtime-plan.js';
 import { recordedApply } from './recorded-apply.js';
-import { certificateFiles, readStoredSpec, removeStoredSpec, specEtag, storedSpecText, type StoredSpec } from './spec-store.js';
+import {
+  certificateFiles, JOURNAL_LIMIT, journalLine, readStoredSpec, removeStoredSpec, specEtag, storedSpecText,
+  type JournaledSpec, type MemberChange, type SpecFiles, type StoredSpec,
+} from './spec-store.js';
+import { editMember, sameMember } from './member-edit.js';
 import { loadBalancerStatus, type LoadBalancerStatus } from './status.js';
 import { AgentError } from '../errors.js';
 
@@ -36,6 +41,11 @@ export class PreconditionFailedError extends AgentError {
   constructor(readonly currentEtag: string | null) {
     super(currentEtag === null ? 'the load balancer does not exist' : `the spec changed: its ETag is now ${currentEtag}`);
   }
+}
+
+/** A member call names a load balancer or pool that is not there. */
+export class ObjectNotFoundError extends AgentError {
+  readonly kind = 'not_found';
 }
 
 /** The spec's id is not the load balancer of the path. */
@@ -62,6 +72,8 @@ export interface PutResult {
 
 interface Prepared {
   current: StoredSpec | null;
+  /** The stored spec has member calls in its journal. */
+  journaled: boolean;
   next: StoredSpec;
   rendered: RenderedLoadBalancer;
   changes: string[];
@@ -79,8 +91,8 @@ const sha256 = (data: string) => createHash('sha256').update(data).digest('hex')
 
 export class LoadBalancerService {
   private readonly lock = new KeyedLock();
-  /** The stored specs, read once: only this service writes them, under its lock. */
-  private readonly specs = new Map<string, StoredSpec | null>();
+  /** The stored specs with their journals, read once: only this service writes them, under its lock. */
+  private readonly specs = new Map<string, JournaledSpec | null>();
 
   /**
    * `amphora`: the facts haproxy is sized from (RenderTarget.amphora), read
@@ -96,13 +108,24 @@ export class LoadBalancerService {
     return certificateDir(this.deps.config.current, lbId);
   }
 
-  private specPath(lbId: string): string {
-    return this.deps.engine.files(lbId).spec;
+  private specFiles(lbId: string): SpecFiles {
+    const files = this.deps.engine.files(lbId);
+    return { spec: files.spec, journal: files.specJournal };
+  }
+
+  private async journaled(lbId: string): Promise<JournaledSpec | null> {
+    if (!this.specs.has(lbId)) this.specs.set(lbId, await readStoredSpec(this.specFiles(lbId)));
+    return this.specs.get(lbId)!;
   }
 
   private async stored(lbId: string): Promise<StoredSpec | null> {
-    if (!this.specs.has(lbId)) this.specs.set(lbId, await readStoredSpec(this.specPath(lbId)));
-    return this.specs.get(lbId)!;
+    return (await this.journaled(lbId))?.stored ?? null;
+  }
+
+  /** spec.json with an empty journal: after a whole-spec PUT, or to fold a long journal in. */
+  private specFileContents(lbId: string, stored: StoredSpec): FileContent[] {
+    const f = this.specFiles(lbId);
+    return [{ path: f.spec, data: storedSpecText(stored) }, { path: f.journal, data: '' }];
   }
 
   private checkPrecondition(current: StoredSpec | null, ifMatch: string | undefined): void {
@@ -115,36 +138,106 @@ export class LoadBalancerService {
     if (spec.id !== lbId) throw new SpecMismatchError(`the spec's id "${spec.id}" is not the load balancer in the path ("${lbId}")`);
     return this.lock.run(lbId, async () => {
       const started = process.hrtime.bigint();
-      const current = await this.stored(lbId);
-      this.checkPrecondition(current, opts.ifMatch);
-      const p = await this.prepare(spec, current);
-      if (opts.dryRun) return this.dryRun(lbId, p);
-      try {
-        const applied = await recordedApply(this.deps, '2.0', lbId, async () => {
-          const out = await this.apply(lbId, p);
-          this.specs.set(lbId, p.next);
-          return { out, outcome: out.result, announce: isReload(out.result) ? p.rendered.haproxyConfig !== null : null };
-        }, started);
-        return applied.out;
-      } catch (err) {
-        this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
-        await this.removeNewLvs(p.lvsAdded);
-        throw err;
-      }
+      const current = await this.journaled(lbId);
+      this.checkPrecondition(current?.stored ?? null, opts.ifMatch);
+      return this.putSpec(lbId, spec, current, opts, started);
     });
   }
 
-  /** Everything decided before haproxy or keepalived is touched. */
-  private async prepare(spec: LoadBalancerSpec, current: StoredSpec | null): Promise<Prepared> {
-    const caps = await this.deps.engine.capabilities();
-    const rendered = renderLoadBalancer(spec, this.deps.config.current.render, {
-      initStateAtStartup: caps.initStateAtStartup, ...(this.deps.amphora ? { amphora: this.deps.amphora } : {}),
+  /** A whole spec rendered and applied; the caller holds the lock. */
+  private async putSpec(lbId: string, spec: LoadBalancerSpec, current: JournaledSpec | null, opts: PutOptions, started: bigint): Promise<PutResult> {
+    const p = await this.prepare(spec, current);
+    if (opts.dryRun) return this.dryRun(lbId, p);
+    try {
+      const applied = await recordedApply(this.deps, '2.0', lbId, async () => {
+        const out = await this.apply(lbId, p);
+        this.specs.set(lbId, { stored: p.next, journal: '', changes: 0 });
+        return { out, outcome: out.result, announce: isReload(out.result) ? p.rendered.haproxyConfig !== null : null };
+      }, started);
+      return applied.out;
+    } catch (err) {
+      this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
+      await this.removeNewLvs(p.lvsAdded);
+      throw err;
+    }
+  }
+
+  /**
+   * API 2.0's member calls: put (`document`) or remove (null) one member of
+   * one pool. Only the member is validated, only its server lines rendered,
+   * the ETag and the journal line computed from it, so the cost does not
+   * grow with the load balancer (haproxy pools; a UDP/SCTP pool's member
+   * goes through the whole-spec path, as keepalived restarts anyway). Null
+   * when there is no such member to remove.
+   */
+  async putMember(lbId: string, poolId: string, memberId: string, document: unknown | null, opts: PutOptions = {}): Promise<PutResult | null> {
+    return this.lock.run(lbId, async () => {
+      const started = process.hrtime.bigint();
+      const current = await this.journaled(lbId);
+      if (current === null) throw new ObjectNotFoundError(`no load balancer ${lbId}`);
+      this.checkPrecondition(current.stored, opts.ifMatch);
+      const pool = poolsById(current.stored.spec).get(poolId);
+      if (!pool) throw new ObjectNotFoundError(`no pool ${poolId} in load balancer ${lbId}`);
+      const was = pool.members.find((m) => m.id === memberId);
+      if (document === null && was === undefined) return null;
+      const member = document === null ? null : validateMember(document, memberId, pool);
+      const spec = withMember(current.stored.spec, poolId, memberId, member);
+      if (LVS_PROTOCOLS.includes(pool.protocol)) return this.putSpec(lbId, spec, current, opts, started);
+      const next: StoredSpec = { ...current.stored, spec, etag: sameMember(was, member) ? current.stored.etag : specEtag(spec) };
+      const edit = await this.memberEdit(lbId, current.stored.spec, spec, poolId, memberId, was, member);
+      if (edit === null) return this.putSpec(lbId, spec, current, opts, started);
+      const changes = describeMemberChange(poolId, was ?? null, member);
+      if (opts.dryRun) {
+        const plan = await this.deps.engine.planMember(lbId, edit);
+        return { ...this.planned(plan, []), result: 'dry_run', created: false, etag: next.etag, changes, config: edit.text, pending: [] };
+      }
+      const change: MemberChange = { pool: poolId, member: memberId, ...(member ? { spec: member } : {}), etag: next.etag };
+      const journal = current.changes + 1 >= JOURNAL_LIMIT ? null : current.journal + journalLine(change);
+      const companions = next.etag === current.stored.etag ? []
+        : journal === null ? this.specFileContents(lbId, next) : [{ path: this.specFiles(lbId).journal, data: journal }];
+      const { out } = await recordedApply(this.deps, '2.0', lbId, async () => {
+        const report = await this.deps.engine.applyMember(lbId, this.amphoraId(lbId), edit, companions);
+        this.specs.set(lbId, { stored: next, journal: journal ?? '', changes: journal === null ? 0 : current.changes + 1 });
+        const out: PutResult & { result: ApplyOutcome } = {
+          result: report.outcome, created: false, etag: next.etag, changes, ...this.reported(report, report.reloadReason, []),
+          pending: report.pending, lvs: [],
+        };
+        return { out, outcome: report.outcome, announce: isReload(report.outcome) ? true : null };
+      }, started).catch((err: unknown) => {
+        this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
+        throw err;
+      });
+      return out;
     });
+  }
+
+  /** The member call as an edit of the accepted config, or null when the whole spec must be rendered. */
+  private async memberEdit(
+    lbId: string, before: LoadBalancerSpec, after: LoadBalancerSpec, poolId: string, memberId: string, was: MemberSpec | undefined, member: MemberSpec | null,
+  ): Promise<MemberEdit | null> {
+    const base = await this.deps.engine.acceptedConfig(lbId);
+    if (base === null) return null;
+    const target = await this.renderTarget();
+    const lines = (spec: LoadBalancerSpec, m: MemberSpec) => renderMemberLines(spec, poolId, m, this.deps.config.current.render, target);
+    const newLines = member ? lines(after, member) : null;
+    const backends = [...(newLines ?? (was ? lines(before, was) : new Map())).keys()];
+    return editMember(base, memberId, backends, newLines);
+  }
+
+  private async renderTarget(): Promise<RenderTarget> {
+    const caps = await this.deps.engine.capabilities();
+    return { initStateAtStartup: caps.initStateAtStartup, ...(this.deps.amphora ? { amphora: this.deps.amphora } : {}) };
+  }
+
+  /** Everything decided before haproxy or keepalived is touched. */
+  private async prepare(spec: LoadBalancerSpec, journaled: JournaledSpec | null): Promise<Prepared> {
+    const current = journaled?.stored ?? null;
+    const rendered = renderLoadBalancer(spec, this.deps.config.current.render, await this.renderTarget());
     const certificates = await this.certificateFingerprints(spec);
     const lvsBefore = current ? lvsListeners(current.spec) : [];
     const lvsNow = rendered.lvsConfigs.map((c) => c.listenerId);
     return {
-      current, rendered,
+      current, rendered, journaled: (journaled?.changes ?? 0) > 0,
       next: { spec, etag: specEtag(spec), certificates },
       changes: describeChanges(current?.spec ?? null, spec),
       certificatesChanged: current !== null && JSON.stringify(certificates) !== JSON.stringify(current.certificates),
@@ -159,12 +252,17 @@ export class LoadBalancerService {
     const plan: Plan = config !== null
       ? await this.deps.engine.plan(lbId, config, this.forcedReload(p))
       : (await this.deps.engine.exists(lbId)) ? { kind: 'reload', reason: NO_HAPROXY_LEFT } : { kind: 'unchanged' };
-    const lvs = await this.lvsChanges(p);
     return {
-      result: 'dry_run', created: p.current === null, etag: p.next.etag, changes: p.changes, config: config ?? '',
+      ...this.planned(plan, await this.lvsChanges(p)),
+      result: 'dry_run', created: p.current === null, etag: p.next.etag, changes: p.changes, config: config ?? '', pending: [],
+    };
+  }
+
+  /** A dry run's report of a plan: a keepalived restart makes it a reload. */
+  private planned(plan: Plan, lvs: string[]): Pick<PutResult, 'plan' | 'runtime' | 'reloadReason' | 'lvs'> {
+    return {
       ...this.reported(plan.kind === 'runtime' ? { steps: plan.steps } : {}, plan.kind === 'reload' ? plan.reason : null, lvs),
-      plan: lvs.length > 0 && plan.kind !== 'reload' ? 'reload' : plan.kind, pending: [],
-      lvs,
+      plan: lvs.length > 0 && plan.kind !== 'reload' ? 'reload' : plan.kind, lvs,
     };
   }
 
@@ -174,15 +272,17 @@ export class LoadBalancerService {
     // Without LVS listeners the spec is written with the config, in the
     // engine's one step; with them, after keepalived too has taken its part.
     const hasLvs = p.rendered.lvsConfigs.length > 0 || p.lvsRemoved.length > 0;
-    const specFile = { path: this.specPath(lbId), data: storedSpecText(p.next) };
+    const specFiles = this.specFileContents(lbId, p.next);
     // A spec sent again as it is (controllers retry) needs no write.
-    const specChanged = p.current === null || p.current.etag !== p.next.etag || JSON.stringify(p.current.certificates) !== JSON.stringify(p.next.certificates);
+    // (A journal is folded into spec.json on every whole-spec PUT that writes.)
+    const specChanged = p.current === null || p.journaled || p.current.etag !== p.next.etag
+      || JSON.stringify(p.current.certificates) !== JSON.stringify(p.next.certificates);
     let report: Pick<ChangeReport, 'outcome' | 'steps' | 'reloadReason' | 'pending'> = { outcome: 'unchanged', steps: [], reloadReason: null, pending: [] };
     if (config !== null) {
       for (const f of p.rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
       const forceReload = this.forcedReload(p);
       report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, {
-        companions: hasLvs || !specChanged ? [] : [specFile], ...(forceReload ? { forceReload } : {}),
+        companions: hasLvs || !specChanged ? [] : specFiles, ...(forceReload ? { forceReload } : {}),
       });
     } else if (await this.deps.engine.exists(lbId)) {
       await this.deps.engine.delete(lbId);
@@ -191,7 +291,7 @@ export class LoadBalancerService {
     const lvs = hasLvs ? await this.applyLvsListeners(p) : [];
     if (hasLvs && specChanged) {
       await ensureDir(this.deps.engine.files(lbId).dir, 0o755);
-      await writeFileAtomic(specFile.path, specFile.data, 0o600);
+      await writeFilesAtomic(specFiles);
     }
     // A keepalived restart is a reload of that listener.
     const result = lvs.length > 0 && !isReload(report.outcome) ? 'reloaded' : report.outcome;
@@ -252,7 +352,7 @@ export class LoadBalancerService {
       const settings = keepalivedSettings(this.deps.config.current, this.deps.engine.processManager);
       for (const id of current ? lvsListeners(current.spec) : []) await removeLvs(this.deps.config.current.haproxyAmphora.basePath, settings, id);
       await this.deps.engine.delete(lbId);
-      await removeStoredSpec(this.specPath(lbId));
+      await removeStoredSpec(this.specFiles(lbId));
       this.specs.set(lbId, null);
       await removeCertificates(this.deps.config.current, lbId);
       await afterHaproxyChange(this.deps, lbId, false);

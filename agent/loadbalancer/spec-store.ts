@@ -1,9 +1,15 @@
 // The accepted spec of each API 2.0 load balancer, with its ETag and the
 // fingerprints of the certificate files it was applied with (a changed
 // certificate needs a reload even when the rendered config is the same).
+//
+// On disk: spec.json, the spec as of the last whole-spec PUT (or the last
+// compaction), and spec.journal, the member changes since, one JSON line
+// each. A member call then writes a few hundred bytes instead of the whole
+// spec, so its cost does not grow with the load balancer; the journal is
+// folded into spec.json every JOURNAL_LIMIT changes.
 import { createHash } from 'node:crypto';
-import type { LoadBalancerSpec } from '../spec/types.js';
-import { poolsById } from '../spec/pools.js';
+import type { LoadBalancerSpec, MemberSpec } from '../spec/types.js';
+import { poolsById, withMember } from '../spec/pools.js';
 import { readTextIfExists, removeFile } from '../system/files.js';
 
 export interface StoredSpec {
@@ -13,9 +19,56 @@ export interface StoredSpec {
   certificates: Record<string, string>;
 }
 
-/** A strong ETag of the spec with its defaults filled in: the same spec, however written, has one ETag. */
+/** One member change of the journal: the member as it is now (or its removal) and the spec's ETag after it. */
+export interface MemberChange {
+  pool: string;
+  member: string;
+  /** The member's new spec; absent when it was removed. */
+  spec?: MemberSpec;
+  etag: string;
+}
+
+/** Member changes kept in the journal before they are folded into spec.json. */
+export const JOURNAL_LIMIT = 200;
+
+export interface SpecFiles {
+  spec: string;
+  journal: string;
+}
+
+/** A stored spec with the journal text that leads to it from spec.json. */
+export interface JournaledSpec {
+  stored: StoredSpec;
+  journal: string;
+  /** Changes in the journal. */
+  changes: number;
+}
+
+const sha256 = (data: string) => createHash('sha256').update(data).digest('hex');
+
+// A member's digest, kept while the member object lives: stored specs share
+// the member objects a member call did not touch, so an ETag after a member
+// call hashes one member and a list of digests, not the whole spec.
+const memberDigests = new WeakMap<MemberSpec, string>();
+
+function memberDigest(m: MemberSpec): string {
+  let d = memberDigests.get(m);
+  if (d === undefined) {
+    d = sha256(JSON.stringify(m, sortedKeys));
+    memberDigests.set(m, d);
+  }
+  return d;
+}
+
+/**
+ * A strong ETag of the spec with its defaults filled in: the same spec,
+ * however written, has one ETag. Each pool's members count by their digests
+ * (in order), everything else by its canonical JSON.
+ */
 export function specEtag(spec: LoadBalancerSpec): string {
-  return `"${createHash('sha256').update(JSON.stringify(spec, sortedKeys)).digest('hex').slice(0, 32)}"`;
+  const canonical = JSON.stringify(spec, (key, value) =>
+    key === 'members' && Array.isArray(value) ? (value as MemberSpec[]).map(memberDigest) : sortedKeys(key, value));
+  return `"${sha256(canonical).slice(0, 32)}"`;
 }
 
 /** JSON.stringify replacer: every object's keys in code-unit order (native stringify, ~2x a hand-written walk). */
@@ -26,18 +79,35 @@ function sortedKeys(_key: string, value: unknown): unknown {
   return sorted;
 }
 
-export async function readStoredSpec(path: string): Promise<StoredSpec | null> {
-  const text = await readTextIfExists(path);
-  return text ? (JSON.parse(text) as StoredSpec) : null;
+/** The stored spec: spec.json with the journal's member changes applied. */
+export async function readStoredSpec(files: SpecFiles): Promise<JournaledSpec | null> {
+  const text = await readTextIfExists(files.spec);
+  if (!text) return null;
+  let stored = JSON.parse(text) as StoredSpec;
+  const journal = (await readTextIfExists(files.journal)) ?? '';
+  const lines = journal.split('\n').filter((l) => l !== '');
+  for (const line of lines) stored = applyMemberChange(stored, JSON.parse(line) as MemberChange);
+  return { stored, journal, changes: lines.length };
 }
 
-/** The file's content; the engine writes it along with the config (applyChange's companions). */
+/** The spec after one journal entry. */
+export function applyMemberChange(stored: StoredSpec, c: MemberChange): StoredSpec {
+  return { ...stored, spec: withMember(stored.spec, c.pool, c.member, c.spec ?? null), etag: c.etag };
+}
+
+/** spec.json's content after a whole-spec PUT or a compaction (the journal is emptied with it). */
 export function storedSpecText(stored: StoredSpec): string {
   return JSON.stringify(stored);
 }
 
-export async function removeStoredSpec(path: string): Promise<void> {
-  await removeFile(path);
+/** One journal line. */
+export function journalLine(c: MemberChange): string {
+  return `${JSON.stringify(c)}\n`;
+}
+
+export async function removeStoredSpec(files: SpecFiles): Promise<void> {
+  await removeFile(files.journal);
+  await removeFile(files.spec);
 }
 
 /** Every certificate file a spec names. */

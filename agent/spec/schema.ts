@@ -56,7 +56,7 @@ const healthMonitor = {
   },
 } as const;
 
-const member = {
+export const MEMBER_SCHEMA = {
   type: 'object',
   additionalProperties: false,
   required: ['id', 'address', 'protocol_port'],
@@ -100,7 +100,7 @@ const pool = {
     admin_state_up: ENABLED,
     session_persistence: sessionPersistence,
     healthmonitor: healthMonitor,
-    members: { type: 'array', items: member, default: [] },
+    members: { type: 'array', items: MEMBER_SCHEMA, default: [] },
     tls_enabled: { type: 'boolean', default: false },
     tls_container_ref: CERT_FILE,
     ca_tls_container_ref: CERT_FILE,

@@ -6,8 +6,8 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { isIP } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import addFormats from 'ajv-formats';
-import { LOAD_BALANCER_SCHEMA } from './schema.js';
-import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from './types.js';
+import { LOAD_BALANCER_SCHEMA, MEMBER_SCHEMA } from './schema.js';
+import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type MemberSpec, type PoolSpec } from './types.js';
 import { prefixLength } from './netmask.js';
 import { splitCiphers, TLS13_CIPHERSUITES, versionsUse } from './ciphers.js';
 import { AgentError } from '../errors.js';
@@ -24,6 +24,7 @@ export class SpecError extends AgentError {
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true, verbose: true });
 (addFormats as unknown as (a: Ajv) => void)(ajv);
 const schemaCheck = ajv.compile(LOAD_BALANCER_SCHEMA);
+const memberCheck = ajv.compile(MEMBER_SCHEMA);
 
 /**
  * Validate a parsed JSON document; returns it typed. Throws SpecError.
@@ -36,6 +37,21 @@ export function validateSpec(doc: unknown): LoadBalancerSpec {
   const problems = relationProblems(spec);
   if (problems.length > 0) throw new SpecError(problems);
   return spec;
+}
+
+/**
+ * One member for `pool` (API 2.0's member calls): the member schema, then
+ * the pool's rules for members (one member per id, one per address and
+ * port). Its id may be left out: it is the path's. Throws SpecError.
+ */
+export function validateMember(doc: unknown, memberId: string, pool: PoolSpec): MemberSpec {
+  if (doc !== null && typeof doc === 'object' && !Array.isArray(doc) && !('id' in doc)) (doc as { id?: string }).id = memberId;
+  if (!memberCheck(doc)) throw new SpecError(schemaProblems(memberCheck.errors ?? []));
+  const m = doc as MemberSpec;
+  if (m.id !== memberId) throw new SpecError([`id: "${m.id}" is not the member in the path ("${memberId}")`]);
+  const same = pool.members.find((o) => o.id !== m.id && o.address === m.address && o.protocol_port === m.protocol_port);
+  if (same) throw new SpecError([`${m.address} port ${m.protocol_port} is already member "${same.id}" of pool ${pool.id}`]);
+  return m;
 }
 
 /** `/listeners/2/default_pool` -> `listeners[2].default_pool`. */

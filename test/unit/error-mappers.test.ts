@@ -11,7 +11,7 @@ import { AgentError } from '../../agent/errors.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from '../../agent/haproxy/errors.js';
 import { MasterCliError } from '../../agent/haproxy/master-cli.js';
 import { KeepalivedFailedError } from '../../agent/keepalived/process.js';
-import { MissingCertificateError, PreconditionFailedError, SpecMismatchError } from '../../agent/loadbalancer/service.js';
+import { MissingCertificateError, ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from '../../agent/loadbalancer/service.js';
 import { InterfaceError } from '../../agent/net/amphora-interface.js';
 import { SysctlError } from '../../agent/net/ipvs-sysctls.js';
 import { MasqueradeError } from '../../agent/net/masquerade.js';
@@ -33,6 +33,7 @@ const EVERY_ERROR: AgentError[] = [
   new SysctlError('sysctl: no'), new MasterCliError('master CLI s: gone'), new UsageError('unknown argument'),
   new SpecError(['listeners[0].port: must be <= 65535', 'id: required']), new SpecMismatchError('the spec\'s id "a" is not "b"'),
   new MissingCertificateError('server.pem'), new PreconditionFailedError('"abc"'), new PreconditionFailedError(null),
+  new ObjectNotFoundError('no pool p9 in load balancer lb-1'),
 ];
 
 const rethrown = (f: () => unknown, err: Error) => {
@@ -78,6 +79,7 @@ test('API 2.0: {error, message, problems} and the ETag of a failed precondition'
   assert.equal(v2ErrorResponse(missing), { status: 409, body: { error: 'missing_certificate', message: 'certificate file "server.pem" has not been uploaded (PUT /2.0/loadbalancers/{id}/certificates/server.pem)' } });
   assert.equal(v2ErrorResponse(precondition), { status: 412, body: { error: 'precondition_failed', message: 'the spec changed: its ETag is now "abc"' }, headers: { ETag: '"abc"' } });
   assert.equal(v2ErrorResponse(noPrecondition), { status: 412, body: { error: 'precondition_failed', message: 'the load balancer does not exist' } });
+  assert.equal(v2ErrorResponse(EVERY_ERROR[23]), { status: 404, body: { error: 'not_found', message: 'no pool p9 in load balancer lb-1' } });
   assert.equal(v2ErrorResponse(EVERY_ERROR[4]), {
     status: 422, body: { error: 'config_rejected', message: 'haproxy refused the rendered configuration', problems: ['haproxy rejected the configuration:', '[ALERT] parsing', '[ALERT] fatal'] },
   });
@@ -90,7 +92,7 @@ test('API 2.0: {error, message, problems} and the ETag of a failed precondition'
 });
 
 test('API 2.0: errors that no spec apply throws end in the framework\'s 500', () => {
-  const mapped = new Set([4, 10, 11, 18, 19, 20, 21, 22]);
+  const mapped = new Set([4, 10, 11, 18, 19, 20, 21, 22, 23]);
   for (const [i, err] of EVERY_ERROR.entries()) if (!mapped.has(i)) assert.ok(rethrown(() => v2ErrorResponse(err), err), err.constructor.name);
 });
 

@@ -7,7 +7,7 @@
 import type { Response } from 'express';
 import { HaproxyFailedError, InvalidConfigError } from '../../haproxy/errors.js';
 import { KeepalivedFailedError } from '../../keepalived/process.js';
-import { MissingCertificateError, PreconditionFailedError, SpecMismatchError } from '../../loadbalancer/service.js';
+import { MissingCertificateError, ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from '../../loadbalancer/service.js';
 import { SpecError } from '../../spec/validate.js';
 import { sendJson } from '../errors.js';
 
@@ -31,6 +31,7 @@ export function v2ErrorResponse(err: unknown): V2ErrorResponse {
   if (err instanceof SpecError) return problem(400, 'invalid_spec', 'the spec is invalid', err.problems);
   if (err instanceof SpecMismatchError) return problem(400, 'invalid_spec', err.message);
   if (err instanceof MissingCertificateError) return problem(409, 'missing_certificate', err.message);
+  if (err instanceof ObjectNotFoundError) return problem(404, 'not_found', err.message);
   if (err instanceof PreconditionFailedError) {
     return { ...problem(412, 'precondition_failed', err.message), ...(err.currentEtag ? { headers: { ETag: err.currentEtag } } : {}) };
   }

@@ -4,13 +4,17 @@
 // /2.0/openapi.json and kept in the repository as docs/openapi-2.0.json
 // (`node dist/agent/main.js openapi > docs/openapi-2.0.json`; a test compares them).
 import { APPLY_PLANS, PUT_RESULTS } from '../../outcome.js';
-import { LOAD_BALANCER_SCHEMA } from '../../spec/schema.js';
+import { LOAD_BALANCER_SCHEMA, MEMBER_SCHEMA } from '../../spec/schema.js';
 import { OBJECT_ID_PATTERN, PEM_FILENAME_PATTERN } from '../params.js';
 
 const json = (schema: object) => ({ 'application/json': { schema } });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const error = (description: string) => ({ description, content: json(ref('Error')) });
 const lbId = { name: 'lb_id', in: 'path', required: true, schema: { type: 'string', pattern: OBJECT_ID_PATTERN } };
+const poolId = { name: 'pool_id', in: 'path', required: true, schema: { type: 'string', pattern: OBJECT_ID_PATTERN } };
+const memberId = { name: 'member_id', in: 'path', required: true, schema: { type: 'string', pattern: OBJECT_ID_PATTERN } };
+const dryRun = { name: 'dry_run', in: 'query', required: false, schema: { type: 'boolean' },
+  description: 'Validate and render only: returns the config and the change plan, haproxy is not touched.' };
 const certName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: PEM_FILENAME_PATTERN } };
 const ifMatch = {
   name: 'If-Match', in: 'header', required: false, schema: { type: 'string' },
@@ -32,8 +36,7 @@ export function openApiDocument(): object {
         parameters: [lbId],
         put: {
           summary: 'Create or replace a load balancer from its spec',
-          parameters: [ifMatch, { name: 'dry_run', in: 'query', required: false, schema: { type: 'boolean' },
-            description: 'Validate and render only: returns the config and the change plan, haproxy is not touched.' }],
+          parameters: [ifMatch, dryRun],
           requestBody: { required: true, content: json(ref('LoadBalancerSpec')) },
           responses: {
             200: { description: 'Applied (or, with dry_run, planned)', headers: { ETag: { schema: { type: 'string' } } }, content: json(ref('ApplyResult')) },
@@ -53,6 +56,31 @@ export function openApiDocument(): object {
           summary: 'Stop and remove the load balancer',
           parameters: [ifMatch],
           responses: { 204: { description: 'Removed' }, 404: error('No such load balancer'), 412: error('If-Match does not match') },
+        },
+      },
+      '/2.0/loadbalancers/{lb_id}/pools/{pool_id}/members/{member_id}': {
+        parameters: [lbId, poolId, memberId],
+        put: {
+          summary: 'Add or replace one member of a pool; the load balancer\'s ETag, If-Match, dry run, protection and result words are those of the whole-spec PUT, ' +
+            'and the cost does not grow with the load balancer (a UDP/SCTP pool\'s member goes through the whole-spec path)',
+          parameters: [ifMatch, dryRun],
+          requestBody: { required: true, content: json(ref('Member')) },
+          responses: {
+            200: { description: 'Applied (or, with dry_run, planned)', headers: { ETag: { schema: { type: 'string' } } }, content: json(ref('ApplyResult')) },
+            400: error('Invalid member: one line per problem with its field path'),
+            404: error('No such load balancer or pool'),
+            412: error('If-Match does not match the current ETag'),
+            500: error('haproxy did not load the configuration'),
+          },
+        },
+        delete: {
+          summary: 'Remove one member: drained first (member_drain_timeout), then deleted through the runtime API',
+          parameters: [ifMatch, dryRun],
+          responses: {
+            200: { description: 'Removed (or, with dry_run, planned)', headers: { ETag: { schema: { type: 'string' } } }, content: json(ref('ApplyResult')) },
+            404: error('No such load balancer, pool or member'),
+            412: error('If-Match does not match the current ETag'),
+          },
         },
       },
       '/2.0/loadbalancers/{lb_id}/status': {
@@ -82,6 +110,7 @@ export function openApiDocument(): object {
     components: {
       schemas: {
         LoadBalancerSpec: specSchema,
+        Member: MEMBER_SCHEMA,
         ApplyResult: {
           type: 'object',
           required: ['result', 'etag', 'changes'],

@@ -3,7 +3,7 @@
 // (errors.ts: {"error": <word>, "message": ..., "problems"?: [...]}).
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Logger } from '../../log.js';
-import type { LoadBalancerService } from '../../loadbalancer/service.js';
+import type { LoadBalancerService, PutResult } from '../../loadbalancer/service.js';
 import type { ApplyMetrics } from '../../loadbalancer/metrics.js';
 import { sendJson } from '../errors.js';
 import { isObjectId, isPemFilename } from '../params.js';
@@ -43,20 +43,46 @@ export function createV2Router(deps: V2Deps): Router {
     res.end(await deps.metrics.text());
   });
 
+  const dryRunOf = (req: Request) => req.query.dry_run === 'true' || req.query.dry_run === '1';
+  const sendResult = (res: Response, out: PutResult, dryRun: boolean) => {
+    res.setHeader('ETag', out.etag);
+    sendJson(res, out.created && !dryRun ? 201 : 200, {
+      result: out.result, etag: out.etag, changes: out.changes, runtime: out.runtime,
+      reload_reason: out.reloadReason, pending: out.pending, lvs: out.lvs,
+      ...(dryRun ? { plan: out.plan, config: out.config } : {}),
+    });
+  };
+
   routes.put('/loadbalancers/:lbId', lbParam, body, async (req, res) => {
-    const dryRun = req.query.dry_run === 'true' || req.query.dry_run === '1';
+    const dryRun = dryRunOf(req);
     try {
-      const out = await loadBalancers.put(String(req.params.lbId), req.body, { ifMatch: ifMatch(req), dryRun });
-      res.setHeader('ETag', out.etag);
-      sendJson(res, out.created && !dryRun ? 201 : 200, {
-        result: out.result, etag: out.etag, changes: out.changes, runtime: out.runtime,
-        reload_reason: out.reloadReason, pending: out.pending, lvs: out.lvs,
-        ...(dryRun ? { plan: out.plan, config: out.config } : {}),
-      });
+      sendResult(res, await loadBalancers.put(String(req.params.lbId), req.body, { ifMatch: ifMatch(req), dryRun }), dryRun);
     } catch (err) {
       sendV2Failure(res, err);
     }
   });
+
+  // One member at a time: the cost does not grow with the load balancer.
+  const memberPath = '/loadbalancers/:lbId/pools/:poolId/members/:memberId';
+  const memberParams = (req: Request, res: Response, next: NextFunction) => {
+    for (const name of ['poolId', 'memberId']) {
+      if (!isObjectId(String(req.params[name]))) return fail(res, 400, 'invalid_request', `invalid ${name === 'poolId' ? 'pool' : 'member'} id ${JSON.stringify(req.params[name])}`);
+    }
+    next();
+  };
+  const memberCall = (document: (req: Request) => unknown | null) => async (req: Request, res: Response) => {
+    const dryRun = dryRunOf(req);
+    const { lbId, poolId, memberId } = req.params as Record<string, string>;
+    try {
+      const out = await loadBalancers.putMember(lbId!, poolId!, memberId!, document(req), { ifMatch: ifMatch(req), dryRun });
+      if (out === null) return fail(res, 404, 'not_found', `no member ${memberId} in pool ${poolId}`);
+      sendResult(res, out, dryRun);
+    } catch (err) {
+      sendV2Failure(res, err);
+    }
+  };
+  routes.put(memberPath, lbParam, memberParams, body, memberCall((req) => req.body ?? {}));
+  routes.delete(memberPath, lbParam, memberParams, memberCall(() => null));
 
   routes.get('/loadbalancers/:lbId', lbParam, async (req, res) => {
     const stored = await loadBalancers.get(String(req.params.lbId));

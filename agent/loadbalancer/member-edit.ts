@@ -1,0 +1,35 @@
+// An API 2.0 member call as an edit of the accepted config: the member's
+// server lines, rendered from the template on their own (render.ts
+// renderMemberLines), put in place of the old ones in every backend of its
+// pool. The result is the config a whole render of the new spec gives (a
+// unit test holds the two together), at a cost that does not grow with the
+// load balancer. Pure.
+import { spliceServerLine } from '../haproxy/config-splice.js';
+import type { MemberEdit } from '../haproxy/engine.js';
+import type { MemberLines } from '../haproxy/plan.js';
+import type { MemberSpec } from '../spec/types.js';
+
+/**
+ * `base` with the member set to its new lines (`after`: backend -> line) or
+ * removed from the backends `before` names (`after` null). Null when `base`
+ * lacks one of those backends: the caller renders the whole spec instead.
+ */
+export function editMember(base: string, memberId: string, backends: string[], after: Map<string, string> | null): MemberEdit | null {
+  let text = base;
+  const lines: MemberLines[] = [];
+  for (const backend of backends) {
+    const line = after?.get(backend) ?? null;
+    const spliced = spliceServerLine(text, backend, memberId, line);
+    if (spliced === null) return null;
+    text = spliced.text;
+    lines.push({ backend, before: spliced.before, after: line });
+  }
+  return { base, text, lines };
+}
+
+/** Whether two member specs say the same (defaults filled in). */
+export function sameMember(a: MemberSpec | undefined, b: MemberSpec | null): boolean {
+  if (a === undefined || b === null) return a === undefined && b === null;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k as keyof MemberSpec] === b[k as keyof MemberSpec]);
+}
