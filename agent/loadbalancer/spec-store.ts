@@ -62,13 +62,23 @@ function memberDigest(m: MemberSpec): string {
 
 /**
  * A strong ETag of the spec with its defaults filled in: the same spec,
- * however written, has one ETag. Each pool's members count by their digests
- * (in order), everything else by its canonical JSON.
+ * however written, has one ETag. Everything but the members counts by its
+ * canonical JSON, each pool's members by their digests in order (kept per
+ * member object, so after a member call only that member is hashed again).
  */
 export function specEtag(spec: LoadBalancerSpec): string {
-  const canonical = JSON.stringify(spec, (key, value) =>
-    key === 'members' && Array.isArray(value) ? (value as MemberSpec[]).map(memberDigest) : sortedKeys(key, value));
-  return `"${sha256(canonical).slice(0, 32)}"`;
+  const memberLists: MemberSpec[][] = [];
+  const skeleton = JSON.stringify(spec, (key, value) => {
+    if (key !== 'members' || !Array.isArray(value)) return sortedKeys(key, value);
+    memberLists.push(value as MemberSpec[]);
+    return memberLists.length - 1;
+  });
+  const hash = createHash('sha256').update(skeleton);
+  for (const list of memberLists) {
+    hash.update(`\n${list.length}`);
+    for (const m of list) hash.update(memberDigest(m));
+  }
+  return `"${hash.digest('hex').slice(0, 32)}"`;
 }
 
 /** JSON.stringify replacer: every object's keys in code-unit order (native stringify, ~2x a hand-written walk). */
