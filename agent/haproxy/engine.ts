@@ -12,23 +12,23 @@
 // A runtime plan that haproxy refuses falls back to a reload. On any failure
 // haproxy keeps serving what it ran, whose config stays the accepted one on
 // disk, and the caller gets a typed error with haproxy's message.
-import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../log.js';
 import type { ApplyOutcome } from '../outcome.js';
 import {
-  exists, modifiedAt, newestModification, readTextIfExists, removeFile, removeTree, writeFileAtomic, writeFilesAtomic, type FileContent,
+  exists, removeFile, removeTree, writeFileAtomic, writeFilesAtomic, type FileContent,
 } from '../system/files.js';
 import { acceptConfig } from './acceptance.js';
 import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js';
-import { LoadBalancerNotFoundError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { loadBalancerFiles, peerName, statsSocket, type LoadBalancerFiles } from './layout.js';
+import { statsSocket, type LoadBalancerFiles } from './layout.js';
 import { loadConfig, type LoadReport } from './loader.js';
 import { PendingMembers } from './pending.js';
-import { planApply, planMemberLines, type MemberLines, type Plan, type PlanFacts } from './plan.js';
+import type { Plan } from './plan.js';
+import { Planner, type MemberEdit } from './planner.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
 import { recoverInterruptedReload } from './recovery.js';
+import { StoredLoadBalancers } from './stored.js';
 import { runnableConfig } from './runnable.js';
 import type { RuntimeStep } from './runtime-plan.js';
 import { RuntimeApi } from './runtime.js';
@@ -56,6 +56,11 @@ export interface EngineOptions {
   certDir?: (lbId: string) => string;
 }
 
+/** The config an API 2.0 request brings: a whole text, or a member call's edit of the accepted one. */
+export type NewConfig = string | MemberEdit;
+
+const textOf = (config: NewConfig) => (typeof config === 'string' ? config : config.text);
+
 /** What applying a config did. */
 export interface ChangeReport {
   outcome: ApplyOutcome;
@@ -76,23 +81,23 @@ interface Change extends RuntimeChange {
   candidate: boolean;
 }
 
-/** An API 2.0 member call's config: `base` (the accepted config) with the member's server lines changed. */
-export interface MemberEdit {
-  base: string;
-  text: string;
-  lines: MemberLines[];
-}
-
 export class HaproxyEngine {
   private readonly lock = new KeyedLock();
   private readonly baseDir: string;
   private readonly pending: PendingMembers;
-  /** The accepted config haproxy runs, as this process last applied or loaded it: a member edit on it is planned from its lines alone. */
-  private readonly running = new Map<string, string>();
+  private readonly planner: Planner;
+  private readonly stored: StoredLoadBalancers;
 
   constructor(private readonly opts: EngineOptions) {
     this.baseDir = resolve(opts.baseDir);
+    this.stored = new StoredLoadBalancers(this.baseDir);
     this.pending = new PendingMembers((lbId) => this.files(lbId));
+    this.planner = new Planner({
+      files: (lbId) => this.files(lbId), acceptedConfig: (lbId) => this.acceptedConfig(lbId),
+      running: async (lbId) => (await this.status(lbId)).running,
+      ...(opts.runtimeMemberChanges !== undefined ? { runtimeMemberChanges: opts.runtimeMemberChanges } : {}),
+      ...(opts.certDir ? { certDir: opts.certDir } : {}),
+    });
   }
 
   /** Who runs haproxy (and, for consistency, keepalived): systemd units or the agent itself. */
@@ -105,7 +110,7 @@ export class HaproxyEngine {
   }
 
   files(lbId: string): LoadBalancerFiles {
-    return loadBalancerFiles(this.baseDir, lbId);
+    return this.stored.files(lbId);
   }
 
   /** API 1.0 upload: validate, then make it the accepted config. Does not touch the running haproxy. */
@@ -115,40 +120,25 @@ export class HaproxyEngine {
     });
   }
 
-  /** What applyChange would do with `text` (a dry run). `forceReload`: as in applyChange. */
-  plan(lbId: string, text: string, forceReload: string | null = null): Promise<Plan> {
-    return this.lock.run(lbId, async () => this.planFor(lbId, 'put', text, await this.runnable(text), forceReload));
+  /** What applyChange would do with `config` (a dry run). `forceReload`: as in applyChange. */
+  plan(lbId: string, config: NewConfig, forceReload: string | null = null): Promise<Plan> {
+    return this.lock.run(lbId, async () => this.planOf(lbId, config, await this.runnable(textOf(config)), forceReload));
   }
 
   /**
-   * API 2.0: make `text` the running config, by the plan for it: through the
-   * runtime API when only members changed (the files follow), a validated
-   * load otherwise or when `forceReload` gives a reason (changed certificate
-   * files). `companions` are written with the config.
+   * API 2.0: make `config` the running config, by the plan for it: through
+   * the runtime API when only members changed (the files follow), a
+   * validated load otherwise or when `forceReload` gives a reason (changed
+   * certificate files). A member edit is planned from its lines when haproxy
+   * runs its base, so its cost does not grow with the load balancer.
+   * `companions` are written with the config.
    */
-  applyChange(lbId: string, amphoraId: string, text: string, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
+  applyChange(lbId: string, amphoraId: string, config: NewConfig, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
     return this.lock.run(lbId, async () => {
+      const text = textOf(config);
       const runnable = await this.runnable(text);
-      const plan = await this.planFor(lbId, 'put', text, runnable, opts.forceReload ?? null);
+      const plan = await this.planOf(lbId, config, runnable, opts.forceReload ?? null);
       return this.execute(lbId, plan, { text, runnable, amphoraId, candidate: true, companions: opts.companions ?? [] });
-    });
-  }
-
-  /** What applyMember would do (a dry run). */
-  planMember(lbId: string, edit: MemberEdit): Promise<Plan> {
-    return this.lock.run(lbId, async () => this.memberPlan(lbId, edit, await this.runnable(edit.text)));
-  }
-
-  /**
-   * API 2.0's member call: like applyChange, but planned from the member's
-   * lines when haproxy runs the edit's base, so the cost does not grow with
-   * the load balancer.
-   */
-  applyMember(lbId: string, amphoraId: string, edit: MemberEdit, companions: FileContent[]): Promise<ChangeReport> {
-    return this.lock.run(lbId, async () => {
-      const runnable = await this.runnable(edit.text);
-      const plan = await this.memberPlan(lbId, edit, runnable);
-      return this.execute(lbId, plan, { text: edit.text, runnable, amphoraId, candidate: true, companions });
     });
   }
 
@@ -160,9 +150,9 @@ export class HaproxyEngine {
    */
   reloadAccepted(lbId: string): Promise<ChangeReport> {
     return this.lock.run(lbId, async () => {
-      const { text, amphoraId } = await this.accepted(lbId);
+      const { text, amphoraId } = await this.stored.accepted(lbId);
       const runnable = await this.runnable(text);
-      const plan = await this.planFor(lbId, 'reload', text, runnable, await this.reloadFirst(lbId));
+      const plan = await this.planner.reload(lbId, text, runnable);
       return this.execute(lbId, plan, { text, runnable, amphoraId, candidate: false, companions: [] });
     });
   }
@@ -175,8 +165,8 @@ export class HaproxyEngine {
   stop(lbId: string): Promise<void> {
     return this.lock.run(lbId, async () => {
       await writeFileAtomic(this.files(lbId).stopped, '', 0o600);
-      this.running.delete(lbId);
-      await this.opts.supervisor.stop(await this.storedInstance(lbId));
+      this.planner.forget(lbId);
+      await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
     });
   }
 
@@ -198,14 +188,14 @@ export class HaproxyEngine {
     return this.lock.run(lbId, async () => {
       const files = this.files(lbId);
       if (!(await exists(files.dir))) return;
-      this.running.delete(lbId);
-      await this.opts.supervisor.stop(await this.storedInstance(lbId));
+      this.planner.forget(lbId);
+      await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
       await removeTree(files.dir);
     });
   }
 
   async status(lbId: string): Promise<HaproxyStatus> {
-    return this.opts.supervisor.status(await this.storedInstance(lbId));
+    return this.opts.supervisor.status(await this.stored.storedInstance(lbId));
   }
 
   async exists(lbId: string): Promise<boolean> {
@@ -213,10 +203,8 @@ export class HaproxyEngine {
   }
 
   /** Load balancers with an accepted config, sorted by id. */
-  async loadBalancerIds(): Promise<string[]> {
-    const ids: string[] = [];
-    for (const name of await this.directories()) if (await exists(this.files(name).config)) ids.push(name);
-    return ids.sort();
+  loadBalancerIds(): Promise<string[]> {
+    return this.stored.ids();
   }
 
   /**
@@ -230,15 +218,15 @@ export class HaproxyEngine {
 
   /** The accepted config as stored, or null. */
   acceptedConfig(lbId: string): Promise<string | null> {
-    return readTextIfExists(this.files(lbId).config);
+    return this.stored.acceptedConfig(lbId);
   }
 
   /** At agent start: finish reloads a crash interrupted (recovery.ts). Returns the load balancers it mended. */
   async recover(): Promise<string[]> {
     const recovered: string[] = [];
-    for (const lbId of await this.directories()) {
+    for (const lbId of await this.stored.directories()) {
       await this.lock.run(lbId, async () => {
-        if (await recoverInterruptedReload(await this.storedInstance(lbId), this.opts.supervisor, this.opts.log)) recovered.push(lbId);
+        if (await recoverInterruptedReload(await this.stored.storedInstance(lbId), this.opts.supervisor, this.opts.log)) recovered.push(lbId);
       });
     }
     return recovered;
@@ -254,31 +242,16 @@ export class HaproxyEngine {
 
   // --- internals (callers hold the lock) ---
 
-  /** The facts plan.ts decides on. Whether haproxy runs costs a master CLI round trip: asked only when it can matter. */
-  private async planFor(lbId: string, request: PlanFacts['request'], text: string, runnable: string, forcedReload: string | null): Promise<Plan> {
-    const accepted = (await this.acceptedConfig(lbId)) === text;
-    const running = accepted && request === 'put' ? (await this.status(lbId)).running : null;
-    const live = await readTextIfExists(this.files(lbId).live);
-    return planApply({ request, forcedReload, live, runnable, accepted, running });
-  }
-
-  private async memberPlan(lbId: string, edit: MemberEdit, runnable: string): Promise<Plan> {
-    if (this.running.get(lbId) === edit.base) return planMemberLines(edit.lines);
-    return this.planFor(lbId, 'put', edit.text, runnable, null);
-  }
-
-  /** Reasons an API 1.0 reload cannot go through the runtime API, whatever changed. */
-  private async reloadFirst(lbId: string): Promise<string | null> {
-    if (this.opts.runtimeMemberChanges === false || !this.opts.certDir) return 'runtime member changes are off';
-    const loadedAt = await modifiedAt(this.files(lbId).applied);
-    const certsAt = await newestModification(this.opts.certDir(lbId));
-    return loadedAt === null || (certsAt !== null && certsAt >= loadedAt) ? 'certificates changed since the last load' : null;
+  private planOf(lbId: string, config: NewConfig, runnable: string, forceReload: string | null): Promise<Plan> {
+    return typeof config === 'string' || forceReload !== null
+      ? this.planner.put(lbId, textOf(config), runnable, forceReload)
+      : this.planner.member(lbId, config, runnable);
   }
 
   private async execute(lbId: string, plan: Plan, change: Change): Promise<ChangeReport> {
     if (plan.kind === 'unchanged') {
       await writeFilesAtomic(change.companions);
-      this.running.set(lbId, change.text);
+      this.planner.ran(lbId, change.text);
       return { outcome: 'unchanged', steps: [], reloadReason: null, pending: [], load: null };
     }
     let reason: string;
@@ -286,7 +259,7 @@ export class HaproxyEngine {
       const deps = { lbId, files: this.files(lbId), runtime: this.runtimeApi(lbId), pending: this.pending, log: this.opts.log };
       const done = await changeAtRuntime(deps, change, plan.steps);
       if (typeof done !== 'string') {
-        this.running.set(lbId, change.text);
+        this.planner.ran(lbId, change.text);
         return { outcome: 'runtime', steps: plan.steps, reloadReason: null, pending: done.pending, load: null };
       }
       reason = done;
@@ -303,7 +276,7 @@ export class HaproxyEngine {
     const previous = change.candidate ? await this.acceptedConfig(lbId) : null;
     if (change.candidate) await this.accept(lbId, change.amphoraId, change.text, change.runnable);
     try {
-      const report = await this.load(this.instance(lbId, change.amphoraId), change.text, change.runnable);
+      const report = await this.load(this.stored.instance(lbId, change.amphoraId), change.text, change.runnable);
       await writeFilesAtomic(change.companions);
       return report;
     } catch (err) {
@@ -316,8 +289,8 @@ export class HaproxyEngine {
   }
 
   private async loadUnlessRunning(lbId: string, why?: string): Promise<LoadReport | null> {
-    const { text, amphoraId } = await this.accepted(lbId);
-    const inst = this.instance(lbId, amphoraId);
+    const { text, amphoraId } = await this.stored.accepted(lbId);
+    const inst = this.stored.instance(lbId, amphoraId);
     if ((await this.opts.supervisor.status(inst)).running) return null;
     if (why) this.opts.log.warn({ lbId }, why);
     return this.load(inst, text, await this.runnable(text));
@@ -330,7 +303,7 @@ export class HaproxyEngine {
       supervisor: this.opts.supervisor, log: this.opts.log, baseDir: this.baseDir, pending: this.pending,
       initStateAtStartup: caps.initStateAtStartup, protect: this.opts.protectNewMembers !== false,
     }, inst, runnable);
-    this.running.set(inst.lbId, text);
+    this.planner.ran(inst.lbId, text);
     return report;
   }
 
@@ -344,33 +317,7 @@ export class HaproxyEngine {
     return runnableConfig(text, await this.capabilities());
   }
 
-  /** The accepted config and the amphora it was accepted for. */
-  private async accepted(lbId: string): Promise<{ text: string; amphoraId: string }> {
-    const text = await this.acceptedConfig(lbId);
-    if (text === null) throw new LoadBalancerNotFoundError(lbId);
-    return { text, amphoraId: await this.amphoraIdOf(lbId) };
-  }
-
-  private async amphoraIdOf(lbId: string): Promise<string> {
-    const meta = await readTextIfExists(this.files(lbId).meta);
-    return meta ? (JSON.parse(meta) as { amphoraId: string }).amphoraId : lbId;
-  }
-
-  private instance(lbId: string, amphoraId: string): HaproxyInstance {
-    return { lbId, files: this.files(lbId), peerName: peerName(amphoraId) };
-  }
-
-  private async storedInstance(lbId: string): Promise<HaproxyInstance> {
-    return this.instance(lbId, await this.amphoraIdOf(lbId));
-  }
-
   private runtimeApi(lbId: string): RuntimeApi {
     return new RuntimeApi(this.files(lbId).masterSocket, this.opts.drainTimeoutMs ?? 30_000);
-  }
-
-  /** The load balancers' directories under the base directory. */
-  private async directories(): Promise<string[]> {
-    const entries = await readdir(this.baseDir, { withFileTypes: true }).catch(() => []);
-    return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
   }
 }

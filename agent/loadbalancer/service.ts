@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
-import type { ChangeReport, HaproxyEngine, MemberEdit } from '../haproxy/engine.js';
+import type { ChangeReport, HaproxyEngine } from '../haproxy/engine.js';
+import type { MemberEdit } from '../haproxy/planner.js';
 import { KeyedLock } from '../haproxy/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
 import type { AmphoraFacts, RenderedLoadBalancer, RenderTarget } from '../render/settings.js';
@@ -188,7 +189,7 @@ export class LoadBalancerService {
       if (edit === null) return this.putSpec(lbId, spec, current, opts, started);
       const changes = describeMemberChange(poolId, was ?? null, member);
       if (opts.dryRun) {
-        const plan = await this.deps.engine.planMember(lbId, edit);
+        const plan = await this.deps.engine.plan(lbId, edit);
         return { ...this.planned(plan, []), result: 'dry_run', created: false, etag: next.etag, changes, config: edit.text, pending: [] };
       }
       const change: MemberChange = { pool: poolId, member: memberId, ...(member ? { spec: member } : {}), etag: next.etag };
@@ -196,7 +197,7 @@ export class LoadBalancerService {
       const companions = next.etag === current.stored.etag ? []
         : journal === null ? this.specFileContents(lbId, next) : [{ path: this.specFiles(lbId).journal, data: journal }];
       const { out } = await recordedApply(this.deps, '2.0', lbId, async () => {
-        const report = await this.deps.engine.applyMember(lbId, this.amphoraId(lbId), edit, companions);
+        const report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), edit, { companions });
         this.specs.set(lbId, { stored: next, journal: journal ?? '', changes: journal === null ? 0 : current.changes + 1 });
         const out: PutResult & { result: ApplyOutcome } = {
           result: report.outcome, created: false, etag: next.etag, changes, ...this.reported(report, report.reloadReason, []),

@@ -1,0 +1,73 @@
+// The facts plan.ts decides on, gathered for one load balancer: the live
+// config, whether the accepted one is the new text, whether haproxy runs,
+// whether certificates changed since the last load, and which accepted
+// config haproxy runs as this process last applied it (a member edit on
+// exactly that config is planned from its lines alone).
+import { modifiedAt, newestModification, readTextIfExists } from '../system/files.js';
+import type { LoadBalancerFiles } from './layout.js';
+import { planApply, planMemberLines, type MemberLines, type Plan, type PlanFacts } from './plan.js';
+
+/** An API 2.0 member call's config: `base` (the accepted config) with the member's server lines changed. */
+export interface MemberEdit {
+  base: string;
+  text: string;
+  lines: MemberLines[];
+}
+
+export interface PlannerDeps {
+  files: (lbId: string) => LoadBalancerFiles;
+  acceptedConfig: (lbId: string) => Promise<string | null>;
+  running: (lbId: string) => Promise<boolean>;
+  /** API 1.0 reloads may go through the runtime API (default true); needs certDir. */
+  runtimeMemberChanges?: boolean;
+  certDir?: (lbId: string) => string;
+}
+
+export class Planner {
+  /** The accepted config haproxy runs, per load balancer, as this process last applied or loaded it. */
+  private readonly applied = new Map<string, string>();
+
+  constructor(private readonly deps: PlannerDeps) {}
+
+  /** haproxy now runs `text` (the accepted config). */
+  ran(lbId: string, text: string): void {
+    this.applied.set(lbId, text);
+  }
+
+  /** What haproxy runs is no longer known (stopped, deleted). */
+  forget(lbId: string): void {
+    this.applied.delete(lbId);
+  }
+
+  /** API 2.0: make `text` run. */
+  put(lbId: string, text: string, runnable: string, forcedReload: string | null): Promise<Plan> {
+    return this.plan(lbId, 'put', text, runnable, forcedReload);
+  }
+
+  /** API 1.0's reload of the accepted `text`. */
+  async reload(lbId: string, text: string, runnable: string): Promise<Plan> {
+    return this.plan(lbId, 'reload', text, runnable, await this.reloadFirst(lbId));
+  }
+
+  /** A member edit: from its lines when haproxy runs its base, as a whole otherwise. */
+  member(lbId: string, edit: MemberEdit, runnable: string): Promise<Plan> {
+    if (this.applied.get(lbId) === edit.base) return Promise.resolve(planMemberLines(edit.lines));
+    return this.plan(lbId, 'put', edit.text, runnable, null);
+  }
+
+  /** Whether haproxy runs costs a master CLI round trip: asked only when it can matter. */
+  private async plan(lbId: string, request: PlanFacts['request'], text: string, runnable: string, forcedReload: string | null): Promise<Plan> {
+    const accepted = (await this.deps.acceptedConfig(lbId)) === text;
+    const running = accepted && request === 'put' ? await this.deps.running(lbId) : null;
+    const live = await readTextIfExists(this.deps.files(lbId).live);
+    return planApply({ request, forcedReload, live, runnable, accepted, running });
+  }
+
+  /** Reasons an API 1.0 reload cannot go through the runtime API, whatever changed. */
+  private async reloadFirst(lbId: string): Promise<string | null> {
+    if (this.deps.runtimeMemberChanges === false || !this.deps.certDir) return 'runtime member changes are off';
+    const loadedAt = await modifiedAt(this.deps.files(lbId).applied);
+    const certsAt = await newestModification(this.deps.certDir(lbId));
+    return loadedAt === null || (certsAt !== null && certsAt >= loadedAt) ? 'certificates changed since the last load' : null;
+  }
+}
