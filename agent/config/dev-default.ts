@@ -116,9 +116,10 @@ export async function ensureDevSetup(dirArg: string): Promise<DevSetup> {
     // connection limit did not start.
     const text = await readFile(setup.configFile, 'utf8');
     if (text.startsWith(HEADER)) {
-      const updated = text
-        .replace(/^network_namespace = amphora-haproxy$/m, 'network_namespace =')
-        .replace(/^tune_from_amphora_details = false$(?![\s\S]*default_connection_limit)/m, `$&\n${DEV_CONNECTION_LIMIT}`);
+      let updated = text.replace(/^network_namespace = amphora-haproxy$/m, 'network_namespace =');
+      if (!/^\s*default_connection_limit\s*=/m.test(updated)) {
+        updated = updated.replace(/^tune_from_amphora_details = false$/m, `$&\n${DEV_CONNECTION_LIMIT}`);
+      }
       if (updated !== text) await writeFileAtomic(setup.configFile, updated, 0o644);
     }
   }
