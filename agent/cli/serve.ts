@@ -49,10 +49,8 @@ export async function serve(args: string[]): Promise<void> {
   const log = rootLogger;
   if (config.debug) log.level = 'debug';
   await ensureHaproxy(config, dev !== null);
-  if (dev) {
-    const notLocal = await ensureDevVipNetwork();
-    if (notLocal) log.warn(`development VIPs (${DEV_VIP_NETWORK}) are not local on loopback (${notLocal}): haproxy cannot bind them; run the agent as root`);
-  }
+  const vipsNotLocal = dev ? await ensureDevVipNetwork() : null;
+  if (vipsNotLocal) log.warn(`development VIPs (${DEV_VIP_NETWORK}) are not local on loopback (${vipsNotLocal}): haproxy cannot bind them; run the agent as root`);
   await ensureDir(config.haproxyAmphora.basePath, 0o755);
   // As Octavia's agent: lo.json, so `interface up all` at boot configures loopback too.
   await writeInterfaceFile(networkSettings(config), loopbackInterfaceFile());
@@ -111,7 +109,9 @@ export async function serve(args: string[]): Promise<void> {
     process.stdout.write(
       `\nAmphora agent (development configuration ${dev.configFile}) on https://${shown}:${port}\n` +
       `Try:\n  curl --cacert ${dev.caFile} --cert ${dev.clientCert} --key ${dev.clientKey} https://${shown}:${port}/1.0/info\n` +
-      `Load balancers: VIPs in ${DEV_VIP_NETWORK} are local on loopback; members may listen on 127.0.0.1 (see examples/).\n\n`,
+      (vipsNotLocal
+        ? `Load balancers: VIPs in ${DEV_VIP_NETWORK} cannot bind (${vipsNotLocal}); start the agent with sudo.\n\n`
+        : `Load balancers: VIPs in ${DEV_VIP_NETWORK} are local on loopback; members may listen on 127.0.0.1 (see examples/).\n\n`),
     );
   }
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {

@@ -148,10 +148,14 @@ async function giveToSudoUser(dirs: string[], files: string[]): Promise<void> {
 
 /**
  * Make DEV_VIP_NETWORK local on loopback (idempotent; needs root). Returns
- * null when done, else why not.
+ * null when it is local, else why not.
  */
 export async function ensureDevVipNetwork(): Promise<string | null> {
-  if (process.getuid?.() !== 0) return 'not running as root';
+  if (process.getuid?.() !== 0) {
+    // An earlier start as root may have made it local already (it stays until a reboot).
+    const shown = await run(['ip', 'route', 'show', 'table', 'local', 'type', 'local', DEV_VIP_NETWORK]);
+    return shown.exitCode === 0 && shown.stdout.trim() !== '' ? null : 'not running as root';
+  }
   const res = await run(['ip', 'route', 'replace', 'local', DEV_VIP_NETWORK, 'dev', 'lo', 'table', 'local']);
   return res.exitCode === 0 ? null : res.output.trim();
 }
