@@ -16,7 +16,7 @@ export type ErrorKind =
   | 'precondition_failed'
   /** haproxy -c refused the configuration; nothing changed. */
   | 'config_rejected'
-  /** haproxy did not start, reload or stop; the previous config keeps serving. */
+  /** haproxy did not start (nothing serves), reload (the previous config keeps serving) or stop. */
   | 'haproxy_failed'
   /** keepalived did not start, reload or stop. */
   | 'keepalived_failed'

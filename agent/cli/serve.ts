@@ -1,6 +1,6 @@
 // `amphora-agent serve [--config-file PATH]`: run the agent. Without a config
 // file it uses the built-in development configuration in ./.amphora-dev.
-import { ensureDevSetup, type DevSetup } from '../config/dev-default.js';
+import { DEV_VIP_NETWORK, ensureDevSetup, ensureDevVipNetwork, type DevSetup } from '../config/dev-default.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { ConfigStore } from '../config/store.js';
 import { HeartbeatSender } from '../health/sender.js';
@@ -42,7 +42,7 @@ export async function serve(args: string[]): Promise<void> {
   if (configArg) {
     configFile = configArg;
   } else {
-    dev = await ensureDevSetup(DEV_DIR, process.getuid?.() === 0);
+    dev = await ensureDevSetup(DEV_DIR);
     configFile = dev.configFile;
   }
   const store = await ConfigStore.load(configFile);
@@ -50,6 +50,8 @@ export async function serve(args: string[]): Promise<void> {
   const log = rootLogger;
   if (config.debug) log.level = 'debug';
   await ensureHaproxy(config, dev !== null);
+  const vipsNotLocal = dev ? await ensureDevVipNetwork() : null;
+  if (vipsNotLocal) log.warn(`development VIPs (${DEV_VIP_NETWORK}) are not local on loopback (${vipsNotLocal}): haproxy cannot bind them; run the agent as root`);
   await ensureDir(config.haproxyAmphora.basePath, 0o755);
   // As Octavia's agent: lo.json, so `interface up all` at boot configures loopback too.
   await writeInterfaceFile(networkSettings(config), loopbackInterfaceFile());
@@ -107,7 +109,10 @@ export async function serve(args: string[]): Promise<void> {
   if (dev) {
     process.stdout.write(
       `\nAmphora agent (development configuration ${dev.configFile}) on https://${shown}:${port}\n` +
-      `Try:\n  curl --cacert ${dev.caFile} --cert ${dev.clientCert} --key ${dev.clientKey} https://${shown}:${port}/1.0/info\n\n`,
+      `Try:\n  curl --cacert ${dev.caFile} --cert ${dev.clientCert} --key ${dev.clientKey} https://${shown}:${port}/1.0/info\n` +
+      (vipsNotLocal
+        ? `Load balancers: VIPs in ${DEV_VIP_NETWORK} cannot bind (${vipsNotLocal}); start the agent with sudo.\n\n`
+        : `Load balancers: VIPs in ${DEV_VIP_NETWORK} are local on loopback; members may listen on 127.0.0.1 (see examples/).\n\n`),
     );
   }
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {

@@ -2,10 +2,33 @@
 // development CA with server and client certificates made on first start, the
 // API on 127.0.0.1:9443 with mutual TLS. It is an ordinary amphora-agent.conf,
 // so the agent runs on it exactly as on an amphora.
+//
+// VIPs on a development machine: haproxy runs beside the agent (no network
+// namespace) and DEV_VIP_NETWORK is made local on loopback (`ip route replace
+// local 203.0.113.0/24 dev lo table local`, the kernel's "AnyIP": every address
+// of the prefix is this host's, as 127.0.0.0/8 is). A spec whose VIP is in it
+// binds as on an amphora, the host reaches the listener directly, and haproxy
+// reaches members listening on the host's own loopback. 203.0.113.0/24 is
+// TEST-NET-3 (RFC 5737), which no real network uses; the test fixtures' VIPs
+// come from it. Nothing else of the host changes; production configs never
+// come through here.
+import { chmod, chown, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { run } from '../system/exec.js';
 import { ensureDir, exists, writeFileAtomic } from '../system/files.js';
-import { readFile } from 'node:fs/promises';
+
+/** IPv4 VIPs the development default makes usable (local on loopback). */
+export const DEV_VIP_NETWORK = '203.0.113.0/24';
+
+/**
+ * A listener without connection_limit gets Octavia's 50,000, for which haproxy
+ * wants about 125,000 file descriptors: more than a workstation's hard limit
+ * often is (an amphora's unit sets LimitNOFILE=2600000), and haproxy would not start.
+ */
+const DEV_CONNECTION_LIMIT = 'default_connection_limit = 5000';
+
+/** The first line of a config this file wrote. */
+const HEADER = '# Development configuration written by `amphora-agent serve` on first start.';
 
 export interface DevSetup {
   configFile: string;
@@ -20,7 +43,7 @@ async function openssl(args: string[], cwd: string): Promise<void> {
 }
 
 /** Create (once) the development CA, certificates and config under `dir`. */
-export async function ensureDevSetup(dirArg: string, runsAsRoot: boolean): Promise<DevSetup> {
+export async function ensureDevSetup(dirArg: string): Promise<DevSetup> {
   const dir = resolve(dirArg);
   const certs = join(dir, 'certs');
   await ensureDir(certs, 0o700);
@@ -48,10 +71,11 @@ export async function ensureDevSetup(dirArg: string, runsAsRoot: boolean): Promi
     const serverPem = (await readFile(join(certs, 'server.crt'), 'utf8')) + (await readFile(join(certs, 'server.key'), 'utf8'));
     await writeFileAtomic(join(certs, 'server.pem'), serverPem, 0o600);
     await writeFileAtomic(setup.clientCert, await readFile(join(certs, 'client.crt'), 'utf8'), 0o600);
+    await giveToSudoUser([dir, certs], [setup.caFile, setup.clientCert, setup.clientKey]);
   }
   if (!(await exists(setup.configFile))) {
     await writeFileAtomic(setup.configFile, [
-      '# Development configuration written by `amphora-agent serve` on first start.',
+      HEADER,
       '[DEFAULT]',
       'debug = False',
       '',
@@ -59,11 +83,12 @@ export async function ensureDevSetup(dirArg: string, runsAsRoot: boolean): Promi
       `base_path = ${join(dir, 'lib')}`,
       `base_cert_dir = ${join(dir, 'lib', 'certs')}`,
       'bind_host = 127.0.0.1',
-      'bind_port = 9443',
+      `bind_port = ${devPort()}`,
       'haproxy_cmd = haproxy',
       // A workstation's memory is not an amphora's: sized from it, a TLS
       // listener's session cache would take gigabytes.
       'tune_from_amphora_details = false',
+      DEV_CONNECTION_LIMIT,
       '',
       '[health_manager]',
       'controller_ip_port_list =',
@@ -75,14 +100,62 @@ export async function ensureDevSetup(dirArg: string, runsAsRoot: boolean): Promi
       `agent_server_network_dir = ${join(dir, 'interfaces')}`,
       'amphora_id = development-amphora',
       'process_manager = direct',
-      // Without root there is no namespace to create: haproxy runs beside the agent.
-      `network_namespace = ${runsAsRoot ? 'amphora-haproxy' : ''}`,
+      // haproxy runs beside the agent, where the development VIPs are local
+      // (DEV_VIP_NETWORK) and members on this host's loopback are reachable.
+      'network_namespace =',
       `systemd_unit_dir = ${join(dir, 'units')}`,
       '',
       '[controller_worker]',
       'loadbalancer_topology = SINGLE',
       '',
-    ].join('\n'), 0o600);
+      // Readable: it holds paths and ports, and examples/lb reads it without root.
+    ].join('\n'), 0o644);
+  } else {
+    // Written by an earlier version: haproxy ran in an empty namespace, where
+    // no VIP could bind and no member was reachable, and a spec without a
+    // connection limit did not start.
+    const text = await readFile(setup.configFile, 'utf8');
+    if (text.startsWith(HEADER)) {
+      let updated = text.replace(/^network_namespace = amphora-haproxy$/m, 'network_namespace =');
+      if (!/^\s*default_connection_limit\s*=/m.test(updated)) {
+        updated = updated.replace(/^tune_from_amphora_details = false$/m, `$&\n${DEV_CONNECTION_LIMIT}`);
+      }
+      if (updated !== text) await writeFileAtomic(setup.configFile, updated, 0o644);
+    }
   }
   return setup;
+}
+
+/** The API port of a new development config; AMPHORA_AGENT_DEV_PORT lets tests run beside a developer's agent. */
+function devPort(): number {
+  const port = Number(process.env.AMPHORA_AGENT_DEV_PORT ?? 9443);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`AMPHORA_AGENT_DEV_PORT: not a port: ${process.env.AMPHORA_AGENT_DEV_PORT}`);
+  return port;
+}
+
+/**
+ * `sudo npm start` writes the certificates as root; the client certificate,
+ * its key and the CA go to the user who ran sudo, so their curl can read them.
+ */
+async function giveToSudoUser(dirs: string[], files: string[]): Promise<void> {
+  const uid = Number(process.env.SUDO_UID);
+  const gid = Number(process.env.SUDO_GID);
+  if (process.getuid?.() !== 0 || !Number.isInteger(uid) || !Number.isInteger(gid) || uid === 0) return;
+  // The folders stay root's (the agent reads its config there), only passable.
+  for (const d of dirs) await chmod(d, 0o711);
+  for (const f of files) await chown(f, uid, gid);
+}
+
+/**
+ * Make DEV_VIP_NETWORK local on loopback (idempotent; needs root). Returns
+ * null when it is local, else why not.
+ */
+export async function ensureDevVipNetwork(): Promise<string | null> {
+  if (process.getuid?.() !== 0) {
+    // An earlier start as root may have made it local already (it stays until a reboot).
+    const shown = await run(['ip', 'route', 'show', 'table', 'local', 'type', 'local', DEV_VIP_NETWORK]);
+    return shown.exitCode === 0 && shown.stdout.trim() !== '' ? null : 'not running as root';
+  }
+  const res = await run(['ip', 'route', 'replace', 'local', DEV_VIP_NETWORK, 'dev', 'lo', 'table', 'local']);
+  return res.exitCode === 0 ? null : res.output.trim();
 }

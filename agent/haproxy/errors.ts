@@ -12,7 +12,10 @@ export class InvalidConfigError extends AgentError {
   }
 }
 
-/** haproxy failed to start, reload or stop; the previous config keeps serving. */
+/**
+ * haproxy failed to start, reload or stop (`action`). After a failed reload
+ * the previous config keeps serving; after a failed start nothing serves.
+ */
 export class HaproxyFailedError extends AgentError {
   readonly kind = 'haproxy_failed';
   readonly output: string;

@@ -86,6 +86,10 @@ test('API 2.0: {error, message, problems} and the ETag of a failed precondition'
   assert.equal(v2ErrorResponse(haproxyFailed), {
     status: 500, body: { error: 'haproxy_failed', message: 'haproxy did not reload; it keeps serving the previous configuration', problems: ['[ALERT] a', '[ALERT] b'] },
   });
+  // A first start that fails leaves nothing serving: the message must not promise a previous configuration.
+  assert.equal(v2ErrorResponse(new HaproxyFailedError('start', '[ALERT] cannot bind socket')), {
+    status: 500, body: { error: 'haproxy_failed', message: 'haproxy did not start; nothing is serving this load balancer', problems: ['[ALERT] cannot bind socket'] },
+  });
   assert.equal(v2ErrorResponse(keepalivedFailed), {
     status: 500, body: { error: 'keepalived_failed', message: 'keepalived (UDP/SCTP listener) did not start', problems: ['no ipvs', 'bye'] },
   });

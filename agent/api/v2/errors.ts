@@ -36,13 +36,22 @@ export function v2ErrorResponse(err: unknown): V2ErrorResponse {
     return { ...problem(412, 'precondition_failed', err.message), ...(err.currentEtag ? { headers: { ETag: err.currentEtag } } : {}) };
   }
   if (err instanceof InvalidConfigError) return problem(422, 'config_rejected', 'haproxy refused the rendered configuration', err.message.split('\n'));
-  if (err instanceof HaproxyFailedError) {
-    return problem(500, 'haproxy_failed', `haproxy did not ${err.action}; it keeps serving the previous configuration`, err.output.split('\n'));
-  }
+  if (err instanceof HaproxyFailedError) return problem(500, 'haproxy_failed', haproxyFailedMessage(err.action), err.output.split('\n'));
   if (err instanceof KeepalivedFailedError) {
     return problem(500, 'keepalived_failed', `keepalived (UDP/SCTP listener) did not ${err.action}`, err.output.split('\n'));
   }
   throw err;
+}
+
+/**
+ * What a failed haproxy action leaves serving. A failed reload leaves the
+ * previous configuration serving (the engine reloads it again); a failed start
+ * means no haproxy ran this load balancer, so nothing serves it.
+ */
+function haproxyFailedMessage(action: string): string {
+  if (action === 'reload') return 'haproxy did not reload; it keeps serving the previous configuration';
+  if (action === 'start') return 'haproxy did not start; nothing is serving this load balancer';
+  return `haproxy did not ${action}`;
 }
 
 export function sendV2Error(res: Response, status: number, error: string, message: string): void {

@@ -45,7 +45,7 @@ export function openApiDocument(): object {
             409: error('A certificate file the spec names has not been uploaded'),
             412: error('If-Match does not match the current ETag'),
             422: error('haproxy refused the rendered configuration (for example an unreadable certificate)'),
-            500: error('haproxy did not load the configuration (it keeps serving the previous one), or keepalived did not start a UDP/SCTP listener'),
+            500: error('haproxy did not load the configuration (after a failed reload it keeps serving the previous one; after a failed first start nothing serves), or keepalived did not start a UDP/SCTP listener'),
           },
         },
         get: {
