@@ -97,6 +97,10 @@ for (const h of HAPROXIES.filter((x) => !process.env.BENCH_HAPROXY || x.label.in
     console.log(`  ratio, member call against upload + real reload   ${(classic1.total / member).toFixed(1)}x faster`);
     console.log(`  ratio, whole spec against upload + real reload    ${(classic1.total / whole).toFixed(1)}x faster`);
     console.log(`  ratio, 1.0 runtime against upload + real reload   ${(classic1.total / runtime1.total).toFixed(1)}x faster`);
+  } catch (err) {
+    // What the agents said before it failed: the bench's own error rarely tells.
+    console.error(`${h.label}, ${MEMBERS} members: ${String(err)}\n${agent.output().slice(-4000)}\n${classic.output().slice(-2000)}`);
+    process.exitCode = 1;
   } finally {
     await apiRequest(agent, 'DELETE', '/2.0/loadbalancers/lb-bench-v2').catch(() => undefined);
     await apiRequest(agent, 'DELETE', '/1.0/loadbalancer/lb-bench-v1/haproxy').catch(() => undefined);
