@@ -362,7 +362,7 @@ export class LoadBalancerService {
   }
 
   async status(lbId: string): Promise<LoadBalancerStatus | null> {
-    const stored = this.specs.get(lbId) ?? (await this.lock.run(lbId, () => this.stored(lbId))); // no wait behind a drain
+    const stored = this.specs.get(lbId)?.stored ?? (await this.lock.run(lbId, () => this.stored(lbId))); // no wait behind a drain
     if (!stored) return null;
     const rows = await this.deps.engine.stats(lbId).catch(() => []);
     const base = this.deps.config.current.haproxyAmphora.basePath;
