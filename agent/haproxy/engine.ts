@@ -115,7 +115,7 @@ export class HaproxyEngine {
 
   /** API 1.0 upload: validate, then make it the accepted config. Does not touch the running haproxy. */
   upload(lbId: string, amphoraId: string, text: string): Promise<void> {
-    return this.lock.run(lbId, async () => {
+    return this.writing(lbId, async () => {
       await this.accept(lbId, amphoraId, text, await this.runnable(text));
     });
   }
@@ -134,7 +134,7 @@ export class HaproxyEngine {
    * `companions` are written with the config.
    */
   applyChange(lbId: string, amphoraId: string, config: NewConfig, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
-    return this.lock.run(lbId, async () => {
+    return this.writing(lbId, async () => {
       const text = textOf(config);
       const runnable = await this.runnable(text);
       const plan = await this.planOf(lbId, config, runnable, opts.forceReload ?? null);
@@ -149,7 +149,7 @@ export class HaproxyEngine {
    * runtime member changes are on; anything else reloads (plan.ts).
    */
   reloadAccepted(lbId: string): Promise<ChangeReport> {
-    return this.lock.run(lbId, async () => {
+    return this.writing(lbId, async () => {
       const { text, amphoraId } = await this.stored.accepted(lbId);
       const runnable = await this.runnable(text);
       const plan = await this.planner.reload(lbId, text, runnable);
@@ -185,12 +185,13 @@ export class HaproxyEngine {
 
   /** Stop haproxy and remove everything the agent keeps for this load balancer. */
   delete(lbId: string): Promise<void> {
-    return this.lock.run(lbId, async () => {
+    return this.writing(lbId, async () => {
       const files = this.files(lbId);
       if (!(await exists(files.dir))) return;
       this.planner.forget(lbId);
       await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
       await removeTree(files.dir);
+      this.stored.remember(lbId, null);
     });
   }
 
@@ -242,6 +243,14 @@ export class HaproxyEngine {
 
   // --- internals (callers hold the lock) ---
 
+  /** Under the lock; after a failure the accepted config is read from disk again (stored.ts). */
+  private writing<T>(lbId: string, fn: () => Promise<T>): Promise<T> {
+    return this.lock.run(lbId, () => fn().catch((err: unknown) => {
+      this.stored.forget(lbId);
+      throw err;
+    }));
+  }
+
   private planOf(lbId: string, config: NewConfig, runnable: string, forceReload: string | null): Promise<Plan> {
     return typeof config === 'string' || forceReload !== null
       ? this.planner.put(lbId, textOf(config), runnable, forceReload)
@@ -259,6 +268,7 @@ export class HaproxyEngine {
       const deps = { lbId, files: this.files(lbId), runtime: this.runtimeApi(lbId), pending: this.pending, log: this.opts.log };
       const done = await changeAtRuntime(deps, change, plan.steps);
       if (typeof done !== 'string') {
+        this.stored.remember(lbId, change.text);
         this.planner.ran(lbId, change.text);
         return { outcome: 'runtime', steps: plan.steps, reloadReason: null, pending: done.pending, load: null };
       }
@@ -283,6 +293,7 @@ export class HaproxyEngine {
       if (change.candidate) {
         if (previous !== null) await writeFileAtomic(files.config, previous, 0o600);
         else await removeFile(files.config);
+        this.stored.remember(lbId, previous);
       }
       throw err;
     }
@@ -307,9 +318,10 @@ export class HaproxyEngine {
     return report;
   }
 
-  private accept(lbId: string, amphoraId: string, text: string, runnable: string): Promise<void> {
+  private async accept(lbId: string, amphoraId: string, text: string, runnable: string): Promise<void> {
     const { haproxyCommand, userGroupFile } = this.opts;
-    return acceptConfig({ haproxyCommand, userGroupFile, ownDir: this.baseDir }, this.files(lbId), amphoraId, text, runnable);
+    await acceptConfig({ haproxyCommand, userGroupFile, ownDir: this.baseDir }, this.files(lbId), amphoraId, text, runnable);
+    this.stored.remember(lbId, text);
   }
 
   /** The config as this haproxy binary can load it (runnable.ts); the accepted text stays as uploaded. */

@@ -1,7 +1,9 @@
 // What the agent's base directory holds for haproxy: which load balancers
 // have a directory and an accepted config, the accepted text, and the
-// amphora it was accepted for (its -L peer name). Reads only; the engine
-// writes, under its lock.
+// amphora it was accepted for (its -L peer name). The engine writes, under
+// its lock, and tells this what it wrote (remember), so an accepted config
+// is read from disk once: a member call on a 5,000-member load balancer
+// would otherwise read 350 kB to change one line.
 import { readdir } from 'node:fs/promises';
 import { exists, readTextIfExists } from '../system/files.js';
 import { LoadBalancerNotFoundError } from './errors.js';
@@ -9,7 +11,19 @@ import { loadBalancerFiles, peerName, type LoadBalancerFiles } from './layout.js
 import type { HaproxyInstance } from './process.js';
 
 export class StoredLoadBalancers {
+  private readonly acceptedTexts = new Map<string, string | null>();
+
   constructor(private readonly baseDir: string) {}
+
+  /** The engine wrote (or removed, null) the accepted config. */
+  remember(lbId: string, text: string | null): void {
+    this.acceptedTexts.set(lbId, text);
+  }
+
+  /** A write may or may not have happened (it failed): read it again next time. */
+  forget(lbId: string): void {
+    this.acceptedTexts.delete(lbId);
+  }
 
   files(lbId: string): LoadBalancerFiles {
     return loadBalancerFiles(this.baseDir, lbId);
@@ -29,8 +43,9 @@ export class StoredLoadBalancers {
   }
 
   /** The accepted config as stored, or null. */
-  acceptedConfig(lbId: string): Promise<string | null> {
-    return readTextIfExists(this.files(lbId).config);
+  async acceptedConfig(lbId: string): Promise<string | null> {
+    if (!this.acceptedTexts.has(lbId)) this.acceptedTexts.set(lbId, await readTextIfExists(this.files(lbId).config));
+    return this.acceptedTexts.get(lbId)!;
   }
 
   /** The accepted config and the amphora it was accepted for. Throws LoadBalancerNotFoundError. */
