@@ -11,6 +11,7 @@ import type { Response } from 'express';
 import { ConfigError } from '../../config/agent-config.js';
 import { ConfigNotStoredError } from '../../config/store.js';
 import { AgentError } from '../../errors.js';
+import { formatViolations, PolicyRefusedError } from '../../haproxy/config-policy.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from '../../haproxy/errors.js';
 import { KeepalivedFailedError } from '../../keepalived/process.js';
 import { InterfaceExistsError, InterfaceNotFoundError } from '../../net/plug.js';
@@ -56,6 +57,9 @@ export function v1ErrorResponse(err: unknown, failed?: string): V1ErrorResponse 
     return message(400, 'Invalid certificate', `expected a PEM certificate followed by its private key: ${err.message}`);
   }
   if (err instanceof InvalidConfigError) return message(400, 'Invalid request', err.output);
+  if (err instanceof PolicyRefusedError) {
+    return message(400, 'Invalid request', `refused by the amphora agent's config policy:\n${formatViolations(err.violations)}`);
+  }
   if (err instanceof ConfigError) return message(400, 'Invalid agent configuration', err.message);
   if (err instanceof LoadBalancerNotFoundError) return message(404, 'Loadbalancer Not Found', `No loadbalancer with UUID: ${err.lbId}`);
   if (err instanceof InterfaceNotFoundError) return { status: 404, body: { details: 'No suitable network interface found' } };
