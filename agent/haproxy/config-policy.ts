@@ -106,7 +106,7 @@ const RESPONSE_FILE_OPTIONS = new Set(['errorfile', 'file', 'lf-file']);
 /** Filters that read no configuration file and talk to no agent. */
 const ALLOWED_FILTERS = new Set(['compression', 'cache', 'bwlim-in', 'bwlim-out', 'trace']);
 /** Address prefixes that are not an IP address (unix, abstract, inherited sockets). */
-const NON_IP_ADDRESS = /^(unix|abns|abnsz|fd|sockpair|uxst|uxdg)@|^\//;
+const NON_IP_ADDRESS = /^(unix|abns|abnsz|fd|sockpair|uxst|uxdg)@|^\//i;
 /** Converters and actions that name a map or ACL file: map(file), map_str(file), set-map(file)... */
 const FILE_REFERENCE = /(?:^|[^\w.-])((?:map(?:_\w+)?|set-map|del-map|add-acl|del-acl))\(([^,)]*)/g;
 
@@ -247,9 +247,10 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
         for (const [j, w] of words.entries()) if (j > 1 && CERT_FILE_OPTIONS.has(w)) inCertDir(`bind ${w}`, words[j + 1]);
         break;
       case 'server':
+      case 'peer':
       case 'default-server':
       case 'server-template': {
-        const addr = lower === 'server' ? words[2] : lower === 'server-template' ? words[3] : undefined;
+        const addr = lower === 'server' || lower === 'peer' ? words[2] : lower === 'server-template' ? words[3] : undefined;
         if (addr !== undefined && NON_IP_ADDRESS.test(addr)) refuse(lower, `connects to ${JSON.stringify(addr)}, not an IP address`);
         for (const [j, w] of words.entries()) if (j > 1 && CERT_FILE_OPTIONS.has(w)) inCertDir(`${lower} ${w}`, words[j + 1]);
         break;

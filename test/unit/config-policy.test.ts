@@ -122,6 +122,7 @@ const cases: [string, Parameters<typeof config>[0], string][] = [
   ['stats admin', { frontend: ['    stats enable', '    stats admin if TRUE'] }, 'stats admin'],
   ['server on a unix socket', { backend: [`    server x unix@/var/lib/octavia/${LB}/master.sock`] }, 'server'],
   ['server on a path', { backend: [`    server x /var/lib/octavia/${LB}.sock`] }, 'server'],
+  ['peer on a unix socket', { tail: ['peers p', `    peer x unix@/var/lib/octavia/${LB}/master.sock`] }, 'peer'],
   ['bind on a unix socket', { frontend: ['    bind /var/lib/octavia/x.sock'] }, 'bind'],
   ['user root', { global: ['    user root'] }, 'user'],
   ['uid 0', { global: ['    uid 0'] }, 'uid'],
