@@ -198,4 +198,37 @@ test(`the 2.0 renderer never emits a refused directive (${fixtures.length} fixtu
   assert.ok(rendered >= 80, `${rendered} configs`);
 });
 
+test('2.0 specs: the advisory newlines are refused by the schema; printable tricks render to nothing the policy refuses', () => {
+  const spec = (value: string, url: string, ciphers = 'ECDHE-RSA-AES128-GCM-SHA256') => ({
+    id: 'lb-tricks', vip_address: '203.0.113.9',
+    listeners: [
+      {
+        id: 'l', protocol: 'HTTP', protocol_port: 80,
+        default_pool: { id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: '192.0.2.1', protocol_port: 80 }] },
+        l7policies: [
+          { id: 'p1', action: 'REDIRECT_TO_URL', redirect_url: url, rules: [{ id: 'r1', type: 'PATH', compare_type: 'STARTS_WITH', value }] },
+          { id: 'p2', action: 'REJECT', rules: [{ id: 'r2', type: 'HEADER', compare_type: 'EQUAL_TO', key: 'X-K', value }] },
+        ],
+      },
+      { id: 't', protocol: 'TERMINATED_HTTPS', protocol_port: 443, default_tls_container_ref: 'server.pem', tls_ciphers: ciphers },
+    ],
+  });
+  for (const [value, url, ciphers] of [
+    ['/x\nprogram p', 'https://x.test/', undefined],
+    ['/x', 'https://x.test/\nlua-load /tmp/x', undefined],
+    ['/x', 'https://x.test/', 'ECDHE\nerrorfile 503 /etc/octavia/certs/server.pem'],
+    ['/x\rlua-load /tmp/x', 'https://x.test/', undefined],
+  ] as const) {
+    assert.throws(() => validateSpec(spec(value, url, ciphers)), undefined, JSON.stringify([value, url, ciphers]));
+  }
+  const tricks = [
+    '/x lua-load /tmp/x.lua', '/x" lua-load "/tmp/x', "/x' program p '", '/x # program p', '/x\\ lua-load', '"$HOME"/x', '"$' + '{HOME}"',
+    `/x errorfile 503 /etc/octavia/certs/server.pem`, '/x\\x0alua-load /tmp/x', "'\\'' lua-load /x",
+  ];
+  for (const v of tricks) {
+    const cfg = renderLoadBalancer(validateSpec(spec(v, `https://x.test/${v.replace(/ /g, '')}`)), DEFAULT_RENDER_SETTINGS, { initStateAtStartup: false }).haproxyConfig!;
+    assert.equal(checkConfigPolicy(cfg, { ...CTX, lbId: 'lb-tricks' }), [], `${v}:\n${cfg}`);
+  }
+});
+
 test.run();
