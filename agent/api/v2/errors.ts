@@ -9,6 +9,7 @@ import { HaproxyFailedError, InvalidConfigError } from '../../haproxy/errors.js'
 import { KeepalivedFailedError } from '../../keepalived/process.js';
 import { MissingCertificateError, PreconditionFailedError, SpecMismatchError } from '../../loadbalancer/service.js';
 import { SpecError } from '../../spec/validate.js';
+import { StorageFullError } from '../../system/files.js';
 import { sendJson } from '../errors.js';
 
 export interface V2ErrorBody {
@@ -38,6 +39,7 @@ export function v2ErrorResponse(err: unknown): V2ErrorResponse {
   if (err instanceof HaproxyFailedError) {
     return problem(500, 'haproxy_failed', `haproxy did not ${err.action}; it keeps serving the previous configuration`, err.output.split('\n'));
   }
+  if (err instanceof StorageFullError) return problem(507, 'storage_full', `${err.message}; no file was left half-written`);
   if (err instanceof KeepalivedFailedError) {
     return problem(500, 'keepalived_failed', `keepalived (UDP/SCTP listener) did not ${err.action}`, err.output.split('\n'));
   }
