@@ -68,6 +68,12 @@ const REFUSED_SECTIONS = new Map([
   ['acme', 'writes key and certificate files'],
 ]);
 
+/** Section keywords: `user root` is a worker's identity in global, a login name in a userlist. */
+const SECTIONS = new Set([
+  'global', 'defaults', 'frontend', 'backend', 'listen', 'peers', 'userlist', 'resolvers', 'mailers', 'program',
+  'http-errors', 'ring', 'cache', 'crt-store', 'traces', 'log-forward', 'fcgi-app', 'dynamic-update', 'acme',
+]);
+
 /** Directives refused wherever they appear. */
 const REFUSED = new Map([
   ['chroot', 'changes the root directory'],
@@ -158,6 +164,7 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
   const masterSocket = posix.join(lbDir, 'master.sock');
   let pingCommand = false; // external checks (only Octavia's PING wrapper) are configured
   const forkLines: number[] = [];
+  let section = '';
 
   const lines = text.split('\n');
   for (const [i, raw] of lines.entries()) {
@@ -181,6 +188,8 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
     if (expandsEnvironment(raw)) refuse(kw, 'expands an environment variable ("$NAME" in double quotes)');
 
     const lower = kw.toLowerCase();
+    if (SECTIONS.has(lower)) section = lower;
+    const inGlobal = section === 'global' || section === '';
     // Octavia 16 renders the global `external-check` on the cpu-map line (fixed upstream in 8c0248ad0).
     if (words.includes('external-check') && lower !== 'external-check') pingCommand = true;
     const sectionWhy = REFUSED_SECTIONS.get(lower);
@@ -203,14 +212,14 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
         forkLines.push(line);
         break;
       case 'user':
-        if (words[1] === 'root') refuse('user', 'runs the workers as root');
+        if (inGlobal && words[1] === 'root') refuse('user', 'runs the workers as root');
         break;
       case 'uid':
       case 'gid':
-        if (words[1] !== undefined && /^\s*0*\s*$/.test(words[1])) refuse(lower, `runs the workers as ${lower === 'uid' ? 'root' : 'the root group'}`);
+        if (inGlobal && words[1] !== undefined && /^\s*0*\s*$/.test(words[1])) refuse(lower, `runs the workers as ${lower === 'uid' ? 'root' : 'the root group'}`);
         break;
       case 'group':
-        if (words[1] === 'root') refuse('group', 'runs the workers in the root group');
+        if (inGlobal && words[1] === 'root') refuse('group', 'runs the workers in the root group');
         break;
       case 'pidfile':
         inLbDirs('pidfile', words[1]);

@@ -162,6 +162,12 @@ test('a line an escaped newline cannot hide: each physical line is read on its o
   assert.is(v.directive, 'program section');
 });
 
+test('a userlist may have a user named root; a second global section may not run workers as root', () => {
+  assert.equal(refused(config({ tail: ['userlist admins', '    user root password $6$abc', '    group root users root'] })), []);
+  const v = only(config({ tail: ['global', '    user root'] }));
+  assert.is(v.directive, 'user');
+});
+
 test('accepted: log global, the syslog socket as unix@, ca-file @system-ca, stats on a .sock in the LB dir, compression', () => {
   assert.equal(refused(config({
     global: [`    stats socket /var/lib/octavia/${LB}/extra.sock mode 0600 level operator`],
