@@ -23,6 +23,7 @@ import { startAgent } from '../helpers/agent-process.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
 import { checkConfigPolicy, type PolicyContext } from '../../agent/haproxy/config-policy.js';
+import { tokenizeLine } from '../../agent/haproxy/config-reader.js';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
 import { withoutGroupLines } from '../../agent/loadbalancer/v1-service.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
@@ -73,7 +74,7 @@ function dangerous(e: Env): string[] {
     'program pwn', '    lua-load /tmp/pwn.lua', `    errorfile 503 ${e.serverPem}`,
     `    stats socket ipv4@${e.vip}:9999 level admin`, `    stats socket ${e.ctx.basePath}/${LB}.sock level admin`,
     `    http-request return status 200 content-type text/plain file ${e.serverPem}`,
-    '    user root', '    uid 0', '    chroot /', '    log 198.51.100.7:514 local0', '    setenv PATH /tmp', '    presetenv X y',
+    'global\n    user root', 'global\n    uid 0', '    chroot /', '    log 198.51.100.7:514 local0', '    setenv PATH /tmp', '    presetenv X y',
     `    server evil unix@${lbDir}/master.sock`, `    server evil ${lbDir}/master.sock`, '    external-check command /bin/sh',
     `    acl leak req.hdr(x) -f ${e.serverPem}`, `    ssl-dh-param-file ${e.serverPem}`, '    crt-base /etc/octavia/certs',
     `    bind ${e.vip}:8443 ssl crt ${e.serverPem}`, `    server-state-file ${e.ctx.basePath}/../../etc/octavia/amphora-agent.conf`,
@@ -81,6 +82,9 @@ function dangerous(e: Env): string[] {
     `    filter spoe engine x config ${e.serverPem}`, `    errorfile 503 "\${HOME}/pwn"`,
   ];
 }
+
+const SECTION_WORDS = new Set(['global', 'defaults', 'frontend', 'backend', 'listen', 'peers', 'userlist', 'resolvers', 'mailers', 'program',
+  'http-errors', 'ring', 'cache', 'crt-store', 'traces', 'log-forward', 'fcgi-app', 'dynamic-update', 'acme']);
 
 const WORDS = [
   'program', 'lua-load', 'errorfile', 'stats', 'socket', 'level', 'admin', 'user', 'root', 'uid', '0', 'chroot', 'log',
@@ -130,20 +134,30 @@ function mutate(seeds: string[], e: Env, r: () => number, id: number): Mutant {
       }
       case 'smuggle':
       case 'split smuggle': {
-        const payload = pick(dangerous(e));
-        smuggledTexts.add(payload);
-        if (kind === 'smuggle') lines.splice(i, 0, payload);
+        // The last line of a payload is the directive; a `global` line before it makes a worker's identity one.
+        const payload = pick(dangerous(e)).split('\n');
+        smuggledTexts.add(payload.at(-1)!);
+        if (kind === 'smuggle') lines.splice(i, 0, ...payload);
         else {
           // The advisory's shape: a value ends, the payload follows on its own line, the rest of the template line after it.
           const at = Math.floor(r() * (line.length + 1));
-          lines.splice(i, 1, line.slice(0, at), payload, line.slice(at));
+          lines.splice(i, 1, line.slice(0, at), ...payload, line.slice(at));
         }
         break;
       }
     }
   }
   const text = lines.join('\n');
-  const smuggled = text.split('\n').flatMap((l, k) => (smuggledTexts.has(l) ? [k] : []));
+  const all = text.split('\n');
+  // user/uid name the workers only in a global section (elsewhere they are a userlist's or an error).
+  const sectionOf = (k: number) => {
+    for (let j = k; j >= 0; j--) {
+      const w = tokenizeLine(all[j]!).words[0];
+      if (w !== undefined && SECTION_WORDS.has(w)) return w;
+    }
+    return 'global';
+  };
+  const smuggled = all.flatMap((l, k) => (smuggledTexts.has(l) && (!/^\s*(user|uid)\s/.test(l) || sectionOf(k) === 'global') ? [k] : []));
   return { seed: `${SEED}/${id} (seed config ${base})`, kinds, text, smuggled };
 }
 
