@@ -257,9 +257,11 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
         break;
       case 'server':
       case 'peer':
+      case 'nameserver':
+      case 'mailer':
       case 'default-server':
       case 'server-template': {
-        const addr = lower === 'server' || lower === 'peer' ? words[2] : lower === 'server-template' ? words[3] : undefined;
+        const addr = lower === 'server-template' ? words[3] : lower === 'default-server' ? undefined : words[2];
         if (addr !== undefined && NON_IP_ADDRESS.test(addr)) refuse(lower, `connects to ${JSON.stringify(addr)}, not an IP address`);
         for (const [j, w] of words.entries()) if (j > 1 && CERT_FILE_OPTIONS.has(w)) inCertDir(`${lower} ${w}`, words[j + 1]);
         break;

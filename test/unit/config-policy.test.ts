@@ -123,6 +123,7 @@ const cases: [string, Parameters<typeof config>[0], string][] = [
   ['server on a unix socket', { backend: [`    server x unix@/var/lib/octavia/${LB}/master.sock`] }, 'server'],
   ['server on a path', { backend: [`    server x /var/lib/octavia/${LB}.sock`] }, 'server'],
   ['peer on a unix socket', { tail: ['peers p', `    peer x unix@/var/lib/octavia/${LB}/master.sock`] }, 'peer'],
+  ['nameserver on a unix socket', { tail: ['resolvers r', `    nameserver x unix@/var/lib/octavia/${LB}/master.sock`] }, 'nameserver'],
   ['bind on a unix socket', { frontend: ['    bind /var/lib/octavia/x.sock'] }, 'bind'],
   ['user root', { global: ['    user root'] }, 'user'],
   ['uid 0', { global: ['    uid 0'] }, 'uid'],
