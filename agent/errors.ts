@@ -21,7 +21,9 @@ export type ErrorKind =
   /** keepalived did not start, reload or stop. */
   | 'keepalived_failed'
   /** A system command (ip, nft, sysctl) or socket (master CLI) refused. */
-  | 'command_failed';
+  | 'command_failed'
+  /** A file could not be written: the filesystem is full (or over quota); nothing half-written was left. */
+  | 'storage_full';
 
 export abstract class AgentError extends Error {
   abstract readonly kind: ErrorKind;

@@ -51,6 +51,8 @@ export interface AgentConfig {
     memberDrainTimeout: number;
     /** Added: API 1.0 reloads that only add or change members use haproxy's runtime API instead. */
     runtimeMemberChanges: boolean;
+    /** Added: refuse API 1.0 configs that run programs, read files outside the load balancer's directories, open the runtime API... (haproxy/config-policy.ts). */
+    configPolicy: boolean;
   };
   controllerWorker: {
     loadbalancerTopology: 'SINGLE' | 'ACTIVE_STANDBY';
@@ -161,6 +163,7 @@ export function parseAgentConfig(text: string): AgentConfig {
       protectNewMembers: bool(aa, 'amphora_agent', 'protect_new_members', true),
       memberDrainTimeout: int(aa, 'amphora_agent', 'member_drain_timeout', 30, 0, 86400),
       runtimeMemberChanges: bool(aa, 'amphora_agent', 'runtime_member_changes', true),
+      configPolicy: bool(aa, 'amphora_agent', 'config_policy', true),
     },
     render: {
       basePath,

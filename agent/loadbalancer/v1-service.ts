@@ -5,6 +5,7 @@
 // the router only turns its result or typed error into HTTP.
 import type { ConfigStore } from '../config/store.js';
 import type { HaproxyEngine } from '../haproxy/engine.js';
+import { checkConfigPolicy, PolicyRefusedError, type PolicyContext } from '../haproxy/config-policy.js';
 import { statsSocket } from '../haproxy/layout.js';
 import {
   keepalivedPid, keepalivedSettings, reloadKeepalived, startKeepalived, stopKeepalived, type KeepalivedSettings,
@@ -51,9 +52,31 @@ export class V1Service {
     return (await this.deps.engine.loadBalancerIds()).map((lb) => statsSocket(this.basePath, lb));
   }
 
-  /** Validate and store an uploaded haproxy config; it runs after the next start or reload. Throws InvalidConfigError. */
-  upload(lbId: string, amphoraId: string, config: string): Promise<void> {
-    return this.deps.engine.upload(lbId, amphoraId, withoutGroupLines(config));
+  /**
+   * Validate and store an uploaded haproxy config; it runs after the next
+   * start or reload. Throws PolicyRefusedError (the agent's config policy,
+   * unless [amphora_agent] config_policy is off) or InvalidConfigError.
+   */
+  async upload(lbId: string, amphoraId: string, config: string): Promise<void> {
+    const text = withoutGroupLines(config);
+    const c = this.deps.config.current;
+    if (c.amphoraAgent.configPolicy) {
+      const ctx: PolicyContext = {
+        lbId,
+        basePath: c.haproxyAmphora.basePath,
+        baseCertDir: c.haproxyAmphora.baseCertDir,
+        protectedFiles: [c.amphoraAgent.agentServerCert, c.amphoraAgent.agentServerCa, this.deps.config.path],
+      };
+      // The text as sent first, so line numbers are the controller's; then as
+      // haproxy gets it, in case removing `group` words made a difference.
+      const violations = checkConfigPolicy(config, ctx);
+      if (violations.length === 0 && text !== config) violations.push(...checkConfigPolicy(text, ctx));
+      if (violations.length > 0) {
+        this.deps.log.warn({ lb: lbId, violations }, 'config policy refused an upload');
+        throw new PolicyRefusedError(violations);
+      }
+    }
+    return this.deps.engine.upload(lbId, amphoraId, text);
   }
 
   /** Which object an id names: a load balancer's haproxy, an LVS listener, or nothing. */

@@ -18,8 +18,30 @@ import {
 import { promisify } from 'node:util';
 import { dirname, basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { AgentError } from '../errors.js';
 
 const fsyncAsync = promisify(fsync);
+
+/**
+ * A write failed because the filesystem is full (ENOSPC) or over quota
+ * (EDQUOT). The atomic writes below remove their temporary files first, so
+ * the files in place keep their previous content.
+ */
+export class StorageFullError extends AgentError {
+  readonly kind = 'storage_full';
+
+  constructor(readonly path: string, readonly code: string) {
+    super(`no space left to write ${path} (${code})`);
+  }
+}
+
+const NO_SPACE = new Set(['ENOSPC', 'EDQUOT']);
+
+/** `err` as a StorageFullError about `path` when it says the disk is full, else unchanged. */
+function noSpace(err: unknown, path: string): unknown {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code !== undefined && NO_SPACE.has(code) ? new StorageFullError(path, code) : err;
+}
 
 /** One file's content, stored under one or more names (hard links of one temp file). */
 export interface FileContent {
@@ -75,7 +97,7 @@ export async function stageFiles(files: FileContent[], mode = 0o600): Promise<St
     await Promise.all(fds.map((fd) => fsyncAsync(fd)));
   } catch (err) {
     discard();
-    throw err;
+    throw noSpace(err, paths.length === 1 ? paths[0]! : dir);
   } finally {
     for (const fd of fds) closeSync(fd);
   }
@@ -85,7 +107,7 @@ export async function stageFiles(files: FileContent[], mode = 0o600): Promise<St
         for (const [from, to] of renames) renameSync(from, to);
       } catch (err) {
         discard();
-        throw err;
+        throw noSpace(err, dir);
       }
       syncDir(dir);
     },
@@ -159,7 +181,11 @@ export async function exists(path: string): Promise<boolean> {
 }
 
 export async function ensureDir(path: string, mode = 0o755): Promise<void> {
-  mkdirSync(path, { recursive: true, mode });
+  try {
+    mkdirSync(path, { recursive: true, mode });
+  } catch (err) {
+    throw noSpace(err, path);
+  }
 }
 
 export async function removeFile(path: string): Promise<void> {

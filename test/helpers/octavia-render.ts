@@ -142,10 +142,14 @@ export class OctaviaRenderer {
   /**
    * Render a validated spec (defaults filled in) with Octavia, for haproxy `haproxyVersion` ("2.6").
    * `ampDetails`: the amphora's /1.0/details as 16's and 19's driver hands it to build_config (11 takes none).
+   * `unpatched`: without the templater's OSSA-2026-039 checks (ciphers, redirect URLs, L7 rule
+   * values), as Octavia 11.0.0-2 renders before Debian's fix (see octavia_render.py).
    */
   render(spec: LoadBalancerSpec, haproxyVersion: string, settings: OctaviaSettings,
-    ampDetails: OctaviaAmpDetails | null = null): Promise<OctaviaRendered> {
-    return this.request('render', { spec, haproxy_version: haproxyVersion, settings, amp_details: ampDetails }) as Promise<OctaviaRendered>;
+    ampDetails: OctaviaAmpDetails | null = null, options: { unpatched?: boolean } = {}): Promise<OctaviaRendered> {
+    return this.request('render', {
+      spec, haproxy_version: haproxyVersion, settings, amp_details: ampDetails, unpatched: options.unpatched ?? false,
+    }) as Promise<OctaviaRendered>;
   }
 
   /** Time `iterations` build_config calls on models built once; `warmup` untimed calls go first. */

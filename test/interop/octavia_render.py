@@ -96,6 +96,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import sys
 import time
 import traceback
@@ -109,6 +110,7 @@ from oslo_config import cfg  # noqa: E402
 from octavia.common import config as octavia_config  # noqa: E402,F401 (registers the options)
 from octavia.common import constants  # noqa: E402
 from octavia.common import data_models as dm  # noqa: E402
+from octavia.common import validate  # noqa: E402
 from octavia.common.jinja.haproxy.combined_listeners import jinja_cfg  # noqa: E402
 from octavia.common.jinja.lvs import jinja_cfg as lvs_jinja_cfg  # noqa: E402
 
@@ -441,10 +443,32 @@ def ping(_args):
             'jinja2': importlib.metadata.version('jinja2')}
 
 
+# The OSSA-2026-039 fix (Debian 11.0.0-2+deb12u1, upstream after 19): the templater replaces TLS
+# ciphers that do not match VALID_CIPHER_RE, clears redirect URLs that INVALID_URL_CHARS_RE finds
+# characters in, and drops L7 rules with INVALID_CONFIG_CHARS_RE characters. With "unpatched" these
+# checks pass everything, which renders what 11.0.0-2 (bookworm's main archive, before the fix)
+# renders: a diff of the two packages' jinja_cfg.py shows those checks are the whole change to it.
+UNPATCHED = {
+    'VALID_CIPHER_RE': re.compile(r'(?s).*'),
+    'INVALID_URL_CHARS_RE': re.compile(r'(?!)'),
+    'INVALID_CONFIG_CHARS_RE': re.compile(r'(?!)'),
+}
+
+
 def render(args):
     WARNINGS.messages = []
-    prepared = Prepared(args)
-    return {'haproxy': prepared.haproxy(), 'lvs': prepared.lvs(), 'warnings': WARNINGS.messages}
+    saved = {}
+    if args.get('unpatched'):
+        for name, regex in UNPATCHED.items():
+            if hasattr(validate, name):
+                saved[name] = getattr(validate, name)
+                setattr(validate, name, regex)
+    try:
+        prepared = Prepared(args)
+        return {'haproxy': prepared.haproxy(), 'lvs': prepared.lvs(), 'warnings': WARNINGS.messages}
+    finally:
+        for name, regex in saved.items():
+            setattr(validate, name, regex)
 
 
 def bench(args):

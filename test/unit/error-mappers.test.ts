@@ -18,6 +18,8 @@ import { MasqueradeError } from '../../agent/net/masquerade.js';
 import { NftablesError } from '../../agent/net/nftables.js';
 import { InterfaceExistsError, InterfaceNotFoundError } from '../../agent/net/plug.js';
 import { SpecError } from '../../agent/spec/validate.js';
+import { PolicyRefusedError } from '../../agent/haproxy/config-policy.js';
+import { StorageFullError } from '../../agent/system/files.js';
 
 const haproxyFailed = new HaproxyFailedError('reload', 'x\n[ALERT] a\n[ALERT] b');
 const keepalivedFailed = new KeepalivedFailedError('start', 'no ipvs\nbye');
@@ -33,6 +35,8 @@ const EVERY_ERROR: AgentError[] = [
   new SysctlError('sysctl: no'), new MasterCliError('master CLI s: gone'), new UsageError('unknown argument'),
   new SpecError(['listeners[0].port: must be <= 65535', 'id: required']), new SpecMismatchError('the spec\'s id "a" is not "b"'),
   new MissingCertificateError('server.pem'), new PreconditionFailedError('"abc"'), new PreconditionFailedError(null),
+  new PolicyRefusedError([{ line: 7, directive: 'lua-load', reason: 'runs Lua code' }, { line: 9, directive: 'errorfile', reason: 'reads "/x"' }]),
+  new StorageFullError('/var/lib/octavia/lb/haproxy.cfg.new', 'ENOSPC'),
   new ObjectNotFoundError('no pool p9 in load balancer lb-1'),
 ];
 
@@ -69,7 +73,15 @@ test('API 1.0: Octavia\'s bodies and codes', () => {
 
 test('API 1.0: a failed command without the operation\'s words, and what is not its own, are thrown again', () => {
   for (const err of [haproxyFailed, keepalivedFailed, new NftablesError('no')]) assert.ok(rethrown(() => v1ErrorResponse(err), err));
-  for (const err of [...EVERY_ERROR.slice(17), new Error('bug')]) assert.ok(rethrown(() => v1ErrorResponse(err, 'x'), err), err.constructor.name);
+  assert.equal(v1ErrorResponse(EVERY_ERROR[23]!), {
+    status: 400,
+    body: { message: 'Invalid request', details: 'refused by the amphora agent\'s config policy:\nline 7: lua-load: runs Lua code\nline 9: errorfile: reads "/x"' },
+  });
+  assert.equal(v1ErrorResponse(EVERY_ERROR[24]!), {
+    status: 500,
+    body: { message: 'No space left on device', details: 'no space left to write /var/lib/octavia/lb/haproxy.cfg.new (ENOSPC); no file was left half-written' },
+  });
+  for (const err of [...EVERY_ERROR.slice(17, 23), new Error('bug')]) assert.ok(rethrown(() => v1ErrorResponse(err, 'x'), err), err.constructor.name);
 });
 
 test('API 2.0: {error, message, problems} and the ETag of a failed precondition', () => {
@@ -79,7 +91,7 @@ test('API 2.0: {error, message, problems} and the ETag of a failed precondition'
   assert.equal(v2ErrorResponse(missing), { status: 409, body: { error: 'missing_certificate', message: 'certificate file "server.pem" has not been uploaded (PUT /2.0/loadbalancers/{id}/certificates/server.pem)' } });
   assert.equal(v2ErrorResponse(precondition), { status: 412, body: { error: 'precondition_failed', message: 'the spec changed: its ETag is now "abc"' }, headers: { ETag: '"abc"' } });
   assert.equal(v2ErrorResponse(noPrecondition), { status: 412, body: { error: 'precondition_failed', message: 'the load balancer does not exist' } });
-  assert.equal(v2ErrorResponse(EVERY_ERROR[23]), { status: 404, body: { error: 'not_found', message: 'no pool p9 in load balancer lb-1' } });
+  assert.equal(v2ErrorResponse(EVERY_ERROR[25]), { status: 404, body: { error: 'not_found', message: 'no pool p9 in load balancer lb-1' } });
   assert.equal(v2ErrorResponse(EVERY_ERROR[4]), {
     status: 422, body: { error: 'config_rejected', message: 'haproxy refused the rendered configuration', problems: ['haproxy rejected the configuration:', '[ALERT] parsing', '[ALERT] fatal'] },
   });
@@ -96,7 +108,10 @@ test('API 2.0: {error, message, problems} and the ETag of a failed precondition'
 });
 
 test('API 2.0: errors that no spec apply throws end in the framework\'s 500', () => {
-  const mapped = new Set([4, 10, 11, 18, 19, 20, 21, 22, 23]);
+  assert.equal(v2ErrorResponse(EVERY_ERROR[24]), {
+    status: 507, body: { error: 'storage_full', message: 'no space left to write /var/lib/octavia/lb/haproxy.cfg.new (ENOSPC); no file was left half-written' },
+  });
+  const mapped = new Set([4, 10, 11, 18, 19, 20, 21, 22, 24, 25]);
   for (const [i, err] of EVERY_ERROR.entries()) if (!mapped.has(i)) assert.ok(rethrown(() => v2ErrorResponse(err), err), err.constructor.name);
 });
 

@@ -11,9 +11,11 @@ import type { Response } from 'express';
 import { ConfigError } from '../../config/agent-config.js';
 import { ConfigNotStoredError } from '../../config/store.js';
 import { AgentError } from '../../errors.js';
+import { formatViolations, PolicyRefusedError } from '../../haproxy/config-policy.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from '../../haproxy/errors.js';
 import { KeepalivedFailedError } from '../../keepalived/process.js';
 import { InterfaceExistsError, InterfaceNotFoundError } from '../../net/plug.js';
+import { StorageFullError } from '../../system/files.js';
 import { frameworkBody, sendJson } from '../errors.js';
 
 /** A request Octavia's agent answers with {"message": ...} and 400. */
@@ -56,10 +58,15 @@ export function v1ErrorResponse(err: unknown, failed?: string): V1ErrorResponse 
     return message(400, 'Invalid certificate', `expected a PEM certificate followed by its private key: ${err.message}`);
   }
   if (err instanceof InvalidConfigError) return message(400, 'Invalid request', err.output);
+  if (err instanceof PolicyRefusedError) {
+    return message(400, 'Invalid request', `refused by the amphora agent's config policy:\n${formatViolations(err.violations)}`);
+  }
   if (err instanceof ConfigError) return message(400, 'Invalid agent configuration', err.message);
   if (err instanceof LoadBalancerNotFoundError) return message(404, 'Loadbalancer Not Found', `No loadbalancer with UUID: ${err.lbId}`);
   if (err instanceof InterfaceNotFoundError) return { status: 404, body: { details: 'No suitable network interface found' } };
   if (err instanceof InterfaceExistsError) return message(409, 'Interface already exists');
+  // 500, not 507: Octavia's controller takes status codes it does not know for success.
+  if (err instanceof StorageFullError) return message(500, 'No space left on device', `${err.message}; no file was left half-written`);
   if (err instanceof ConfigNotStoredError) return message(500, 'Unable to update amphora-agent configuration.', err.message);
   if (failed !== undefined && err instanceof AgentError) {
     if (err instanceof HaproxyFailedError || err instanceof KeepalivedFailedError) return message(500, failed, err.output);

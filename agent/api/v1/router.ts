@@ -163,7 +163,11 @@ export function createV1Router(deps: V1Deps): Router {
 
   routes.put(certificatePath, certParams, raw, async (req, res) => {
     const body = bodyOf(req);
-    await storeCertificate(config(), req.params.lbId as string, req.params.filename as string, body);
+    try {
+      await storeCertificate(config(), req.params.lbId as string, req.params.filename as string, body);
+    } catch (err) {
+      return sendV1Error(res, err);
+    }
     res.setHeader('ETag', md5(body));
     sendMessage(res, 200, 'OK');
   });

@@ -9,6 +9,7 @@ import { HaproxyFailedError, InvalidConfigError } from '../../haproxy/errors.js'
 import { KeepalivedFailedError } from '../../keepalived/process.js';
 import { MissingCertificateError, ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from '../../loadbalancer/service.js';
 import { SpecError } from '../../spec/validate.js';
+import { StorageFullError } from '../../system/files.js';
 import { sendJson } from '../errors.js';
 
 export interface V2ErrorBody {
@@ -37,6 +38,7 @@ export function v2ErrorResponse(err: unknown): V2ErrorResponse {
   }
   if (err instanceof InvalidConfigError) return problem(422, 'config_rejected', 'haproxy refused the rendered configuration', err.message.split('\n'));
   if (err instanceof HaproxyFailedError) return problem(500, 'haproxy_failed', haproxyFailedMessage(err.action), err.output.split('\n'));
+  if (err instanceof StorageFullError) return problem(507, 'storage_full', `${err.message}; no file was left half-written`);
   if (err instanceof KeepalivedFailedError) {
     return problem(500, 'keepalived_failed', `keepalived (UDP/SCTP listener) did not ${err.action}`, err.output.split('\n'));
   }

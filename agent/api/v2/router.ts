@@ -111,7 +111,11 @@ export function createV2Router(deps: V2Deps): Router {
     if (!/-----BEGIN [A-Z0-9 ]+-----/.test(data.toString('latin1'))) {
       return fail(res, 400, 'invalid_certificate', 'the body is not a PEM file (certificate with key, CA certificate or CRL)');
     }
-    await loadBalancers.putCertificate(String(req.params.lbId), String(req.params.name), data);
+    try {
+      await loadBalancers.putCertificate(String(req.params.lbId), String(req.params.name), data);
+    } catch (err) {
+      return sendV2Failure(res, err);
+    }
     res.status(204).end();
   });
 

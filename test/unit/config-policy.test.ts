@@ -1,0 +1,241 @@
+// The config policy (agent/haproxy/config-policy.ts), pure: every refused
+// directive is refused with its line, what Octavia renders is not, and the
+// agent's own 2.0 renderer never emits a refused directive for any fixture.
+// Octavia's own renders (11, 16, 19) and the API 1.0 route are in
+// test/interop/config-policy.test.ts.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { checkConfigPolicy, insideDirs, type PolicyContext } from '../../agent/haproxy/config-policy.js';
+import { renderLoadBalancer } from '../../agent/render/render.js';
+import { DEFAULT_RENDER_SETTINGS, type RenderSettings } from '../../agent/render/settings.js';
+import { validateSpec } from '../../agent/spec/validate.js';
+
+const LB = '7e4e5c6a-1111-4222-8333-444455556666';
+const CTX: PolicyContext = {
+  lbId: LB, basePath: '/var/lib/octavia', baseCertDir: '/var/lib/octavia/certs',
+  protectedFiles: ['/etc/octavia/certs/server.pem', '/etc/octavia/certs/client_ca.pem', '/etc/octavia/amphora-agent.conf'],
+};
+const CERTS = `/var/lib/octavia/certs/${LB}`;
+
+/** An Octavia 11-style config (abridged) with `extra` lines appended to a section. */
+function config(extra: { global?: string[]; frontend?: string[]; backend?: string[]; tail?: string[] } = {}): string {
+  return [
+    `# Configuration for loadbalancer ${LB}`,
+    'global',
+    '    daemon',
+    '    user nobody',
+    '    log /run/rsyslog/octavia/log local0',
+    '    log /run/rsyslog/octavia/log local1 notice',
+    `    stats socket /var/lib/octavia/${LB}.sock mode 0666 level user`,
+    `    server-state-file /var/lib/octavia/${LB}/servers-state`,
+    '    maxconn 50000',
+    '    external-check',
+    '    insecure-fork-wanted',
+    ...(extra.global ?? []),
+    '',
+    'defaults',
+    '    log global',
+    '    retries 3',
+    '',
+    'frontend listener-1',
+    '    maxconn 50000',
+    '    redirect scheme https if !{ ssl_fc }',
+    `    bind 203.0.113.10:443 ssl crt-list ${CERTS}/listener-1.pem ca-file ${CERTS}/ca.pem verify required crl-file ${CERTS}/crl.pem ciphers ECDHE-RSA-AES256-GCM-SHA384 no-sslv3`,
+    '    mode http',
+    '        acl rule-1 path -m beg /api',
+    '        acl rule-2 req.hdr(host) -i -m str www.example.com',
+    '    redirect code 302 location https://example.com/a?b=1&amp;c=2 if rule-1',
+    '    default_backend pool-1:listener-1',
+    '    log-format 12345\\ %f\\ %ci\\ %cp',
+    ...(extra.frontend ?? []),
+    '',
+    'backend pool-1:listener-1',
+    '    mode http',
+    '    balance roundrobin',
+    '    load-server-state-from-file global',
+    '    option external-check',
+    '    external-check command /var/lib/octavia/ping-wrapper.sh',
+    '    fullconn 50000',
+    `    server m-1 192.0.2.10:80 weight 1 check inter 5s fall 3 rise 2 ssl crt ${CERTS}/client.pem ca-file ${CERTS}/ca.pem crl-file ${CERTS}/crl.pem verify required sni ssl_fc_sni`,
+    '    server m-2 2001:db8::10:80 weight 1 check inter 5s fall 3 rise 2 backup disabled',
+    ...(extra.backend ?? []),
+    '',
+    ...(extra.tail ?? []),
+  ].join('\n');
+}
+
+const refused = (c: string) => checkConfigPolicy(c, CTX);
+/** The one violation of `c`: its directive and (1-based) line text. */
+function only(c: string): { directive: string; text: string; reason: string } {
+  const v = refused(c);
+  assert.is(v.length, 1, `expected exactly one violation, got:\n${JSON.stringify(v, null, 1)}`);
+  return { directive: v[0]!.directive, text: c.split('\n')[v[0]!.line - 1]!, reason: v[0]!.reason };
+}
+
+test('an Octavia-style config passes', () => {
+  assert.equal(refused(config()), []);
+});
+
+test('paths: absolute, inside after resolving .., not a prefix match', () => {
+  assert.ok(insideDirs(`${CERTS}/a.pem`, [CERTS]));
+  assert.ok(insideDirs(`${CERTS}/./x/../a.pem`, [CERTS]));
+  assert.not.ok(insideDirs(`${CERTS}/../../../../etc/octavia/certs/server.pem`, [CERTS]));
+  assert.not.ok(insideDirs(`${CERTS}-other/a.pem`, [CERTS]));
+  assert.not.ok(insideDirs('a.pem', [CERTS]));
+  assert.not.ok(insideDirs(CERTS, [CERTS]));
+});
+
+const cases: [string, Parameters<typeof config>[0], string][] = [
+  ['program section', { tail: ['program evil', '    command /bin/sh -c id'] }, 'program section'],
+  ['program section in quotes', { tail: ['"program" evil'] }, 'program section'],
+  ['lua-load', { global: ['    lua-load /tmp/x.lua'] }, 'lua-load'],
+  ['lua-load escaped', { global: ['    lua\\x2dload /tmp/x.lua'] }, 'lua-load'],
+  ['lua-prepend-path', { global: ['    lua-prepend-path /tmp/?.lua'] }, 'lua-prepend-path'],
+  ['tune.lua', { global: ['    tune.lua.maxmem 10'] }, 'tune.lua.maxmem'],
+  ['external-check command', { backend: ['    external-check command /bin/sh'] }, 'external-check command'],
+  ['external-check command with arguments', { backend: ['    external-check command /var/lib/octavia/ping-wrapper.sh -x'] }, 'external-check command'],
+  ['external-check path', { backend: ['    external-check path /tmp'] }, 'external-check path'],
+  ['errorfile server.pem', { backend: ['    errorfile 503 /etc/octavia/certs/server.pem'] }, 'errorfile'],
+  ['errorfile traversal', { backend: [`    errorfile 503 /var/lib/octavia/${LB}/../../../etc/octavia/certs/server.pem`] }, 'errorfile'],
+  ['errorfile relative', { backend: ['    errorfile 503 server.pem'] }, 'errorfile'],
+  ['errorfile in http-errors', { tail: ['http-errors e', '    errorfile 503 /etc/shadow'] }, 'errorfile'],
+  ['http-request return file', { frontend: ['    http-request return status 200 content-type text/plain file /etc/octavia/certs/server.pem'] }, 'http-request return file'],
+  ['http-request return lf-file', { frontend: ['    http-request return status 200 lf-file /etc/octavia/amphora-agent.conf if TRUE'] }, 'http-request return lf-file'],
+  ['http-request deny errorfile', { frontend: ['    http-request deny status 403 errorfile /etc/passwd'] }, 'http-request deny errorfile'],
+  ['http-error file', { frontend: ['    http-error status 503 file /etc/passwd'] }, 'http-error status file'],
+  ['acl -f', { frontend: ['    acl k req.hdr(x) -f /etc/octavia/certs/server.pem'] }, 'acl -f'],
+  ['map converter', { frontend: ['    http-request set-header X %[req.hdr(x),map_beg(/etc/octavia/certs/server.pem)]'] }, 'http-request map_beg()'],
+  ['bind crt outside', { frontend: ['    bind 203.0.113.10:8443 ssl crt /etc/octavia/certs/server.pem'] }, 'bind crt'],
+  ['bind crt-list in the base dir', { frontend: ['    bind 203.0.113.10:8443 ssl crt-list /var/lib/octavia/x.pem'] }, 'bind crt-list'],
+  ['server ca-file protected', { backend: ['    server x 192.0.2.1:443 ssl ca-file /etc/octavia/certs/client_ca.pem'] }, 'server ca-file'],
+  ['server crl-file outside', { backend: ['    server x 192.0.2.1:443 ssl crl-file /tmp/crl.pem'] }, 'server crl-file'],
+  ['crt-base', { global: ['    crt-base /etc/octavia/certs'] }, 'crt-base'],
+  ['ca-base', { global: ['    ca-base /etc/octavia/certs'] }, 'ca-base'],
+  ['server-state-file outside', { global: ['    server-state-file /etc/octavia/amphora-agent.conf'] }, 'server-state-file'],
+  ['ssl-dh-param-file', { global: ['    ssl-dh-param-file /etc/octavia/certs/server.pem'] }, 'ssl-dh-param-file'],
+  ['stats socket on the VIP', { global: ['    stats socket ipv4@203.0.113.10:9999 level admin'] }, 'stats socket'],
+  ['stats socket on ip:port', { global: ['    stats socket 203.0.113.10:9999'] }, 'stats socket'],
+  ['stats socket elsewhere', { global: ['    stats socket /tmp/x.sock'] }, 'stats socket'],
+  ['stats socket on the master socket', { global: [`    stats socket /var/lib/octavia/${LB}/master.sock`] }, 'stats socket'],
+  ['stats admin', { frontend: ['    stats enable', '    stats admin if TRUE'] }, 'stats admin'],
+  ['server on a unix socket', { backend: [`    server x unix@/var/lib/octavia/${LB}/master.sock`] }, 'server'],
+  ['server on a path', { backend: [`    server x /var/lib/octavia/${LB}.sock`] }, 'server'],
+  ['peer on a unix socket', { tail: ['peers p', `    peer x unix@/var/lib/octavia/${LB}/master.sock`] }, 'peer'],
+  ['nameserver on a unix socket', { tail: ['resolvers r', `    nameserver x unix@/var/lib/octavia/${LB}/master.sock`] }, 'nameserver'],
+  ['bind on a unix socket', { frontend: ['    bind /var/lib/octavia/x.sock'] }, 'bind'],
+  ['user root', { global: ['    user root'] }, 'user'],
+  ['uid 0', { global: ['    uid 0'] }, 'uid'],
+  ['chroot', { global: ['    chroot /'] }, 'chroot'],
+  ['log to the network', { global: ['    log 198.51.100.1:514 local0'] }, 'log'],
+  ['log to stdout', { frontend: ['    log stdout format raw local0'] }, 'log'],
+  ['setenv', { global: ['    setenv X /etc'] }, 'setenv'],
+  ['presetenv', { global: ['    presetenv X /etc'] }, 'presetenv'],
+  ['environment expansion', { backend: [`    errorfile 503 "$\{HOME}/x"`] }, 'errorfile'],
+  ['environment expansion in a keyword', { backend: ['    "$LUA"-load /tmp/x.lua'] }, '$LUA-load'],
+  ['ssl-engine', { global: ['    ssl-engine rdrand'] }, 'ssl-engine'],
+  ['filter spoe', { frontend: ['    filter spoe engine x config /etc/octavia/amphora-agent.conf'] }, 'filter spoe'],
+  ['pidfile', { global: ['    pidfile /etc/octavia/amphora-agent.conf'] }, 'pidfile'],
+  ['unix-bind', { global: ['    unix-bind prefix /etc/octavia'] }, 'unix-bind'],
+];
+for (const [name, extra, directive] of cases) {
+  test(`refused: ${name}`, () => {
+    const c = config(extra);
+    const v = refused(c);
+    assert.ok(v.length >= 1, 'not refused');
+    assert.ok(v.some((x) => x.directive === directive), `no violation for ${directive}: ${JSON.stringify(v)}`);
+    const lines = [...(extra?.global ?? []), ...(extra?.frontend ?? []), ...(extra?.backend ?? []), ...(extra?.tail ?? [])];
+    for (const x of v) assert.ok(lines.includes(c.split('\n')[x.line - 1]!), `line ${x.line} is not an added line`);
+  });
+}
+
+test('insecure-fork-wanted without the PING wrapper is refused, on its line', () => {
+  const c = config().replace('    external-check command /var/lib/octavia/ping-wrapper.sh\n', '').replace('    external-check\n', '')
+    .replace('    option external-check\n', '');
+  const v = only(c);
+  assert.is(v.directive, 'insecure-fork-wanted');
+  assert.is(v.text.trim(), 'insecure-fork-wanted');
+});
+
+test('a line an escaped newline cannot hide: each physical line is read on its own', () => {
+  const v = only(config({ frontend: ['        acl r path -m str /x', 'program p'] }));
+  assert.is(v.directive, 'program section');
+});
+
+test('a userlist may have a user named root; a second global section may not run workers as root', () => {
+  assert.equal(refused(config({ tail: ['userlist admins', '    user root password $6$abc', '    group root users root'] })), []);
+  const v = only(config({ tail: ['global', '    user root'] }));
+  assert.is(v.directive, 'user');
+});
+
+test('accepted: log global, the syslog socket as unix@, ca-file @system-ca, stats on a .sock in the LB dir, compression', () => {
+  assert.equal(refused(config({
+    global: [`    stats socket /var/lib/octavia/${LB}/extra.sock mode 0600 level operator`],
+    frontend: ['    log unix@/run/rsyslog/octavia/log local0', '    filter compression', `    errorfile 503 /var/lib/octavia/${LB}/503.http`],
+    backend: ['    server x 192.0.2.9:443 ssl ca-file @system-ca', '    acl p path -m str -f'],
+  })), []);
+});
+
+// The 2.0 renderer: no fixture, in any of its render modes, yields a refused directive.
+const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');
+const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort();
+const otherDirs: RenderSettings = { ...DEFAULT_RENDER_SETTINGS, basePath: '/srv/amp', baseCertDir: '/srv/amp-certs' };
+
+test(`the 2.0 renderer never emits a refused directive (${fixtures.length} fixtures x 2 settings x 2 targets)`, () => {
+  assert.ok(fixtures.length >= 20);
+  let rendered = 0;
+  for (const file of fixtures) {
+    const spec = validateSpec(JSON.parse(readFileSync(join(FIXTURES, file), 'utf8')));
+    for (const settings of [DEFAULT_RENDER_SETTINGS, otherDirs]) {
+      for (const target of [
+        { initStateAtStartup: true },
+        { initStateAtStartup: false, amphora: { cpuCount: 4, tunedProfiles: ['amphora'], memoryKb: { free: 600000, buffers: 20000, cached: 180000 } } },
+      ]) {
+        const cfg = renderLoadBalancer(spec, settings, target).haproxyConfig;
+        if (cfg === null) continue;
+        rendered++;
+        const ctx = { ...CTX, lbId: spec.id, basePath: settings.basePath, baseCertDir: settings.baseCertDir };
+        assert.equal(checkConfigPolicy(cfg, ctx), [], `${file} (${settings.basePath})`);
+        // and the policy does look at these directories: move them and the same text is refused
+        assert.ok(checkConfigPolicy(cfg, { ...ctx, basePath: '/elsewhere' }).length > 0, `${file}: a config outside base_path passed`);
+      }
+    }
+  }
+  assert.ok(rendered >= 80, `${rendered} configs`);
+});
+
+test('2.0 specs: the advisory newlines are refused by the schema; printable tricks render to nothing the policy refuses', () => {
+  const spec = (value: string, url: string, ciphers = 'ECDHE-RSA-AES128-GCM-SHA256') => ({
+    id: 'lb-tricks', vip_address: '203.0.113.9',
+    listeners: [
+      {
+        id: 'l', protocol: 'HTTP', protocol_port: 80,
+        default_pool: { id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: '192.0.2.1', protocol_port: 80 }] },
+        l7policies: [
+          { id: 'p1', action: 'REDIRECT_TO_URL', redirect_url: url, rules: [{ id: 'r1', type: 'PATH', compare_type: 'STARTS_WITH', value }] },
+          { id: 'p2', action: 'REJECT', rules: [{ id: 'r2', type: 'HEADER', compare_type: 'EQUAL_TO', key: 'X-K', value }] },
+        ],
+      },
+      { id: 't', protocol: 'TERMINATED_HTTPS', protocol_port: 443, default_tls_container_ref: 'server.pem', tls_ciphers: ciphers },
+    ],
+  });
+  for (const [value, url, ciphers] of [
+    ['/x\nprogram p', 'https://x.test/', undefined],
+    ['/x', 'https://x.test/\nlua-load /tmp/x', undefined],
+    ['/x', 'https://x.test/', 'ECDHE\nerrorfile 503 /etc/octavia/certs/server.pem'],
+    ['/x\rlua-load /tmp/x', 'https://x.test/', undefined],
+  ] as const) {
+    assert.throws(() => validateSpec(spec(value, url, ciphers)), undefined, JSON.stringify([value, url, ciphers]));
+  }
+  const tricks = [
+    '/x lua-load /tmp/x.lua', '/x" lua-load "/tmp/x', "/x' program p '", '/x # program p', '/x\\ lua-load', '"$HOME"/x', '"$' + '{HOME}"',
+    `/x errorfile 503 /etc/octavia/certs/server.pem`, '/x\\x0alua-load /tmp/x', "'\\'' lua-load /x",
+  ];
+  for (const v of tricks) {
+    const cfg = renderLoadBalancer(validateSpec(spec(v, `https://x.test/${v.replace(/ /g, '')}`)), DEFAULT_RENDER_SETTINGS, { initStateAtStartup: false }).haproxyConfig!;
+    assert.equal(checkConfigPolicy(cfg, { ...CTX, lbId: 'lb-tricks' }), [], `${v}:\n${cfg}`);
+  }
+});
+
+test.run();
