@@ -2,15 +2,15 @@
 // characters), then the rules that tie objects together (unique ids,
 // references, which protocol goes with which). Each failure names the exact
 // field, e.g. `listeners[2].default_pool.members[7].weight: must be <= 256`.
-import { Ajv, type ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { isIP } from 'node:net';
 import { createSecureContext } from 'node:tls';
-import addFormats from 'ajv-formats';
 import { LOAD_BALANCER_SCHEMA } from './schema.js';
 import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from './types.js';
 import { prefixLength } from './netmask.js';
 import { splitCiphers, TLS13_CIPHERSUITES, versionsUse } from './ciphers.js';
 import { AgentError } from '../errors.js';
+import { lazyRequire } from '../lazy-require.js';
 
 export class SpecError extends AgentError {
   readonly kind = 'invalid_input';
@@ -21,9 +21,22 @@ export class SpecError extends AgentError {
   }
 }
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true, verbose: true });
-(addFormats as unknown as (a: Ajv) => void)(ajv);
-const schemaCheck = ajv.compile(LOAD_BALANCER_SCHEMA);
+const ajvModule = lazyRequire<typeof import('ajv')>('ajv');
+const ajvFormats = lazyRequire<{ default: (ajv: InstanceType<typeof import('ajv').Ajv>) => void }>('ajv-formats');
+let compiled: ValidateFunction | null = null;
+
+/**
+ * The schema check, compiled on first use: loading ajv and compiling the
+ * schema is most of what the agent's start would cost otherwise, and only
+ * API 2.0 and the render/check commands validate specs.
+ */
+function schemaCheck(): ValidateFunction {
+  if (compiled) return compiled;
+  const ajv = new (ajvModule().Ajv)({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true, verbose: true });
+  ajvFormats().default(ajv);
+  compiled = ajv.compile(LOAD_BALANCER_SCHEMA);
+  return compiled;
+}
 
 /**
  * Validate a parsed JSON document; returns it typed. Throws SpecError.
@@ -31,7 +44,8 @@ const schemaCheck = ajv.compile(LOAD_BALANCER_SCHEMA);
  * parsed one (a copy would cost about as much as the schema check).
  */
 export function validateSpec(doc: unknown): LoadBalancerSpec {
-  if (!schemaCheck(doc)) throw new SpecError(schemaProblems(schemaCheck.errors ?? []));
+  const check = schemaCheck();
+  if (!check(doc)) throw new SpecError(schemaProblems(check.errors ?? []));
   const spec = doc as LoadBalancerSpec;
   const problems = relationProblems(spec);
   if (problems.length > 0) throw new SpecError(problems);
