@@ -6,10 +6,13 @@
 // medians over the rounds of the wall time, the CPU time its process tree
 // used until then (children it waited for, such as the haproxy probes,
 // included) and the tree's resident memory at that moment.
+// It ends with what each runtime dependency costs to import in a fresh node
+// (CPU and RSS, median of 3), which is what lazy loading saves.
 // Run: sudo npm run bench:startup   (BENCH_ROUNDS=5 by default)
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { issue, makeCa } from '../test/helpers/certs.js';
 import { testDir } from '../test/helpers/haproxies.js';
 import { AMPHORA, agentArgv, configText, ensurePythonAgent, getInfo, processTree, treeResources } from './agents.js';
@@ -86,3 +89,16 @@ const [ts, py] = agents as [typeof agents[0], typeof agents[0]];
 const ratio = median(ts.runs.map((r) => r.wallMs)) / median(py.runs.map((r) => r.wallMs));
 const cpuRatio = median(ts.runs.map((r) => r.cpuMs)) / median(py.runs.map((r) => r.cpuMs));
 console.log(`ratio: ${ratio.toFixed(2)}x Octavia's start time, ${cpuRatio.toFixed(2)}x its CPU time (target: <= 0.5x)`);
+
+// What each runtime dependency costs to import, each in a fresh node.
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const deps = Object.keys((JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies);
+const probe = (what: string) => `const c0 = process.cpuUsage(), r0 = process.memoryUsage().rss;
+${what === '' ? 'Promise.resolve()' : `import(${JSON.stringify(what)})`}.then(() => { const c = process.cpuUsage(c0);
+console.log(JSON.stringify({ cpuMs: (c.user + c.system) / 1000, rssKb: (process.memoryUsage().rss - r0) / 1024 })); });`;
+console.log('\nimport cost of each dependency (fresh node, median of 3):');
+const serveModules = join(REPO, 'dist', 'agent', 'cli', 'serve.js');
+for (const [label, dep] of [...deps.map((d) => [d, d]), ['(serve, all)', serveModules]] as [string, string][]) {
+  const runs = [0, 1, 2].map(() => JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', probe(dep)], { cwd: REPO, encoding: 'utf8' })) as { cpuMs: number; rssKb: number });
+  console.log(`  ${label.padEnd(14)} ${median(runs.map((r) => r.cpuMs)).toFixed(0).padStart(5)} ms CPU ${(median(runs.map((r) => r.rssKb)) / 1024).toFixed(1).padStart(6)} MiB`);
+}
