@@ -29,6 +29,8 @@ export function inNetns(argv: string[], netns: string | null | undefined): strin
 
 /** After a timeout's SIGTERM, how long a command gets before SIGKILL. */
 const KILL_AFTER_MS = 5000;
+/** After a command exits, how long what it left behind may keep its output pipes open. */
+const DRAIN_AFTER_EXIT_MS = 2000;
 
 /**
  * Run a command to its end and collect its output. It never throws: a
@@ -65,14 +67,21 @@ export function run(argv: string[], opts: RunOptions = {}): Promise<CommandResul
       killTimer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
     }, opts.timeoutMs ?? 120_000);
     child.on('error', (err) => { spawnError = err; });
+    // A process the command left behind (a daemon) may hold the output pipes
+    // open: once the command has exited, they get a grace period, then are closed.
+    let drainTimer: NodeJS.Timeout | undefined;
+    child.on('exit', () => {
+      drainTimer = setTimeout(() => { child.stdout!.destroy(); child.stderr!.destroy(); }, DRAIN_AFTER_EXIT_MS);
+    });
     // 'close', not 'exit': the output pipes are drained by then.
-    child.on('close', (code) => {
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
       clearTimeout(killTimer);
+      clearTimeout(drainTimer);
       const output = Buffer.concat(all).toString('utf8');
       resolvePromise({
         command,
-        exitCode: spawnError || timedOut || code === null ? -1 : code,
+        exitCode: spawnError || timedOut || signal !== null || code === null ? -1 : code,
         output: spawnError ? `${output}${spawnError.message}\n` : output,
         stdout: Buffer.concat(out).toString('utf8'),
         timedOut,
