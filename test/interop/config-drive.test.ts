@@ -89,7 +89,8 @@ test('user_data_config_drive: the same four files through write_files, then the 
     // Octavia 19 renders the user data with Jinja's autoescape on, so every
     // '"' of a file becomes '&#34;' on the amphora: harmless for the
     // certificates and amphora-agent.conf (none has one), but the
-    // 10-rsyslog.conf of log offloading arrives as a file rsyslog cannot read.
+    // 10-rsyslog.conf of log offloading arrives with '&#34;' where rsyslog's
+    // syntax has '"'.
     // With log offloading, keep user_data_config_drive = False (the default).
     const expected = path === '/etc/rsyslog.d/10-rsyslog.conf' ? direct.replaceAll('"', '&#34;') : direct;
     assert.ok(path === '/etc/rsyslog.d/10-rsyslog.conf' || !/["&<>']/.test(direct), `${path} has characters Jinja escapes`);
