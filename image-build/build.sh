@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Builds an amphora image from this repository:
 #
-#   image-build/build.sh [production|ci]     (default: production)
+#   image-build/build.sh [production|ci|vm-test]     (default: production)
 #
 #   production  amphora-x64-haproxy-trixie.qcow2: bootable (needs loop devices
 #               and device-mapper on the build host)
 #   ci          amphora-ci-rootfs-trixie.tar: the root filesystem only
+#   vm-test     amphora-vm-test-trixie.tar: production's elements less `vm`
+#               (kernel, initramfs, cloud-init, sshd kept; no partitions), for
+#               a direct kernel boot in qemu (the VM boot test of issue 14)
 #
 # Steps: install diskimage-builder when missing (trixie's
 # python3-diskimage-builder, from a trixie apt source pinned so that nothing
@@ -27,7 +30,8 @@ IMAGE=${1:-production}
 case "$IMAGE" in
   production) NAME=amphora-x64-haproxy-trixie; OUTPUT=$NAME.qcow2 ;;
   ci) NAME=amphora-ci-rootfs-trixie; OUTPUT=$NAME.tar ;;
-  *) echo "usage: $0 [production|ci]" >&2; exit 2 ;;
+  vm-test) NAME=amphora-vm-test-trixie; OUTPUT=$NAME.tar ;;
+  *) echo "usage: $0 [production|ci|vm-test]" >&2; exit 2 ;;
 esac
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

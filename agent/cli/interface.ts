@@ -5,12 +5,7 @@
 // still done).
 import { ConfigStore } from '../config/store.js';
 import { bringInterfaces, networkSettings } from '../net/interfaces.js';
-import { UsageError } from './render.js';
-
-export const INTERFACE_USAGE = `  interface up|down IFNAME|all [--config-file PATH]
-              configure (or unconfigure) amphora namespace interfaces from
-              their interface files; "up all" first moves recorded NICs back
-              into the namespace (amphora-netns.service, after a reboot)`;
+import { INTERFACE_USAGE, UsageError } from './usage.js';
 
 export async function interfaceCommand(args: string[]): Promise<number> {
   const i = args.indexOf('--config-file');

@@ -18,14 +18,9 @@ import { run } from '../system/exec.js';
 import { readAmphoraFacts } from '../info/amphora-facts.js';
 import { runWithScratchNetns } from '../system/netns.js';
 import { ensureDir, removeTree, writeFileAtomic } from '../system/files.js';
-import { AgentError } from '../errors.js';
+import { UsageError } from './usage.js';
 
-export const RENDER_USAGE = `  render SPEC.json [--haproxy PATH | --haproxy-version X.Y] [--config-file PATH]
-              print the haproxy (and keepalived LVS) configs a load-balancer spec renders to
-  check SPEC.json [--haproxy PATH] [--cert-dir DIR] [--config-file PATH]
-              render, then validate with the real haproxy / keepalived and print their verdict
-              (with --config-file and its tune_from_amphora_details, the default, haproxy is sized
-              from this machine's CPUs and memory as on an amphora; without, haproxy's defaults)`;
+export { UsageError };
 
 interface Options {
   specFile: string;
@@ -55,10 +50,6 @@ function parseOptions(command: string, args: string[]): Options {
   if (opts.haproxy && opts.haproxyVersion) throw new UsageError('give --haproxy or --haproxy-version, not both');
   if (opts.haproxyVersion !== null && !/^\d+\.\d+$/.test(opts.haproxyVersion)) throw new UsageError('--haproxy-version takes X.Y, e.g. 2.6');
   return opts;
-}
-
-export class UsageError extends AgentError {
-  readonly kind = 'invalid_input';
 }
 
 async function loadSpec(file: string): Promise<LoadBalancerSpec> {

@@ -1,10 +1,11 @@
 // `amphora-agent serve [--config-file PATH]`: run the agent. Without a config
 // file it uses the built-in development configuration in ./.amphora-dev.
+import type { RequestListener } from 'node:http';
 import { DEV_VIP_NETWORK, ensureDevSetup, ensureDevVipNetwork, type DevSetup } from '../config/dev-default.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { ConfigStore } from '../config/store.js';
 import { HeartbeatSender } from '../health/sender.js';
-import { buildEngine, packageVersion } from '../agent.js';
+import { buildEngine, packageVersions } from '../agent.js';
 import { restartDead } from '../haproxy/watchdog.js';
 import { createApp } from '../api/app.js';
 import { ApplyMetrics } from '../loadbalancer/metrics.js';
@@ -18,6 +19,9 @@ import { networkSettings, writeInterfaceFile } from '../net/interfaces.js';
 import { loopbackInterfaceFile } from '../net/interface-file.js';
 
 const DEV_DIR = '.amphora-dev';
+
+/** What the API answers before haproxy is probed: discovery and info, which need no haproxy state. */
+const EARLY_PATHS = new Set(['/', '//', '/1.0/info']);
 
 /** haproxy must be runnable; in development, as root, install it with apt when missing. */
 async function ensureHaproxy(config: AgentConfig, dev: boolean): Promise<void> {
@@ -49,7 +53,6 @@ export async function serve(args: string[]): Promise<void> {
   const config = store.current;
   const log = rootLogger;
   if (config.debug) log.level = 'debug';
-  await ensureHaproxy(config, dev !== null);
   const vipsNotLocal = dev ? await ensureDevVipNetwork() : null;
   if (vipsNotLocal) log.warn(`development VIPs (${DEV_VIP_NETWORK}) are not local on loopback (${vipsNotLocal}): haproxy cannot bind them; run the agent as root`);
   await ensureDir(config.haproxyAmphora.basePath, 0o755);
@@ -57,16 +60,27 @@ export async function serve(args: string[]): Promise<void> {
   await writeInterfaceFile(networkSettings(config), loopbackInterfaceFile());
 
   const engine = await buildEngine(config, log);
-  const caps = await engine.capabilities();
-  log.info({ haproxy: caps.version, initStateAtStartup: caps.initStateAtStartup }, 'haproxy probed');
-  const recovered = await engine.recover();
-  if (recovered.length > 0) log.warn({ recovered }, 'finished interrupted applies');
+  // haproxy's probe (five short haproxy runs) and the recovery of interrupted
+  // applies run while the API starts: it answers GET / and /1.0/info at once
+  // (what a controller polls for while an amphora boots), and holds every
+  // other request until both are done. A failure ends the agent as before.
+  const ready = (async () => {
+    await ensureHaproxy(config, dev !== null);
+    const caps = await engine.capabilities();
+    log.info({ haproxy: caps.version, initStateAtStartup: caps.initStateAtStartup }, 'haproxy probed');
+    const recovered = await engine.recover();
+    if (recovered.length > 0) log.warn({ recovered }, 'finished interrupted applies');
+  })();
+  let isReady = false;
+  ready.then(() => { isReady = true; }, () => {});
 
   // Package versions do not change while the agent runs; ask dpkg once.
-  const versions = Promise.all(['haproxy', 'keepalived', 'ipvsadm'].map(packageVersion)).then(([haproxy, keepalived, ipvsadm]) => ({
+  const versions = packageVersions(['haproxy', 'keepalived', 'ipvsadm']).then(async ({ haproxy, keepalived, ipvsadm }) => ({
     // Outside a Debian package (a custom haproxy_cmd) report the binary's own version.
-    haproxy: haproxy || caps.version, keepalived: keepalived!, ipvsadm: ipvsadm!,
+    haproxy: haproxy || (await engine.capabilities()).version, keepalived, ipvsadm,
   }));
+  // A failed probe ends the agent through `ready`; /1.0/info would get it as a 500.
+  versions.catch(() => {});
   let reloadServerCertificate: () => Promise<void> = async () => {};
   const metrics = new ApplyMetrics();
   const app = createApp({
@@ -81,11 +95,15 @@ export async function serve(args: string[]): Promise<void> {
     packageVersions: () => versions,
     reloadServerCertificate: () => reloadServerCertificate(),
   });
+  const handler: RequestListener = (req, res) => {
+    if (isReady || (req.method === 'GET' && EARLY_PATHS.has(req.url ?? ''))) return void app(req, res);
+    ready.then(() => app(req, res), () => res.destroy());
+  };
   const { server, reloadCertificate } = await createMtlsServer({
     serverPem: config.amphoraAgent.agentServerCert,
     clientCa: config.amphoraAgent.agentServerCa,
     minVersion: config.amphoraAgent.agentTlsProtocol,
-  }, app);
+  }, handler);
   reloadServerCertificate = reloadCertificate;
   server.requestTimeout = config.amphoraAgent.agentRequestReadTimeout * 1000;
   const host = config.haproxyAmphora.bindHost;
@@ -94,6 +112,7 @@ export async function serve(args: string[]): Promise<void> {
     server.once('error', reject);
     server.listen({ host, port, ipv6Only: false }, () => resolve());
   });
+  await ready;
   if (engine.processManager === 'direct') {
     // systemd restarts a dead haproxy (Restart=always); without it, the agent does.
     setInterval(() => void restartDead(engine, log), 2000).unref();
@@ -105,6 +124,7 @@ export async function serve(args: string[]): Promise<void> {
   // happens once per heartbeat_interval, so it does not hold up the API.
   new HeartbeatSender({ config: store, log: log.child({ module: 'heartbeat' }), loadBalancerIds: () => engine.loadBalancerIds(), stats: (lbId) => engine.stats(lbId) }).start();
   const shown = host.includes(':') ? `[${host}]` : host;
+  // Once every request is served: the line tests and operators wait for.
   log.info({ address: `${shown}:${port}` }, 'amphora agent API listening (mutual TLS)');
   if (dev) {
     process.stdout.write(

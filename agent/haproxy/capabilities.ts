@@ -1,7 +1,7 @@
 // What a haproxy binary can do, found by asking it rather than trusting its
 // version number: the init-state startup fix was backported to some 3.2/3.3
 // releases and not others, so the probe starts a throwaway haproxy and looks.
-import { execa } from 'execa';
+import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { isProcessAlive } from '../system/proc.js';
 import { join } from 'node:path';
@@ -128,9 +128,11 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
   const sock = join(dir, 'master.sock');
   const initState = withInitState ? ' init-state fully-down' : '';
   await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  server s 127.0.0.1:1 check inter 1h fall 3 rise 2${initState}\n`);
-  const child = execa(command[0]!, [...command.slice(1), '-W', '-db', '-f', cfg, '-S', sock], {
-    reject: false, stdin: 'ignore', stdout: 'ignore', stderr: 'pipe',
-  });
+  const child = spawn(command[0]!, [...command.slice(1), '-W', '-db', '-f', cfg, '-S', sock], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d) => { stderr += d; });
+  child.on('error', (err) => { stderr += err.message; });
+  const ended = new Promise<void>((resolve) => child.once('close', () => resolve()));
   // Recorded so that a probe orphaned by an agent crash is stopped by the next probe.
   if (child.pid) await writeFile(join(dir, 'pid'), `${child.pid} ${process.pid}`);
   try {
@@ -139,7 +141,8 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
       const table = await masterCommand(sock, 'show proc', 1000).then(parseShowProc).catch(() => null);
       if (table && table.workers.length > 0) break;
       if (Date.now() > deadline || child.exitCode !== null) {
-        throw new Error(`probe haproxy did not start: ${(await child).stderr}`);
+        await ended;
+        throw new Error(`probe haproxy did not start: ${stderr}`);
       }
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -160,7 +163,7 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
     };
   } finally {
     child.kill('SIGTERM');
-    await child;
+    await ended;
   }
 }
 

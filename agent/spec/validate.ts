@@ -2,15 +2,15 @@
 // characters), then the rules that tie objects together (unique ids,
 // references, which protocol goes with which). Each failure names the exact
 // field, e.g. `listeners[2].default_pool.members[7].weight: must be <= 256`.
-import { Ajv, type ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { isIP } from 'node:net';
 import { createSecureContext } from 'node:tls';
-import addFormats from 'ajv-formats';
 import { LOAD_BALANCER_SCHEMA, MEMBER_SCHEMA } from './schema.js';
 import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type MemberSpec, type PoolSpec } from './types.js';
 import { prefixLength } from './netmask.js';
 import { splitCiphers, TLS13_CIPHERSUITES, versionsUse } from './ciphers.js';
 import { AgentError } from '../errors.js';
+import { lazyRequire } from '../lazy-require.js';
 
 export class SpecError extends AgentError {
   readonly kind = 'invalid_input';
@@ -21,10 +21,22 @@ export class SpecError extends AgentError {
   }
 }
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true, verbose: true });
-(addFormats as unknown as (a: Ajv) => void)(ajv);
-const schemaCheck = ajv.compile(LOAD_BALANCER_SCHEMA);
-const memberCheck = ajv.compile(MEMBER_SCHEMA);
+const ajvModule = lazyRequire<typeof import('ajv')>('ajv');
+const ajvFormats = lazyRequire<{ default: (ajv: InstanceType<typeof import('ajv').Ajv>) => void }>('ajv-formats');
+let compiled: { spec: ValidateFunction; member: ValidateFunction } | null = null;
+
+/**
+ * The schema checks, compiled on first use: loading ajv and compiling the
+ * schema is most of what the agent's start would cost otherwise, and only
+ * API 2.0 and the render/check commands validate specs.
+ */
+function checks(): { spec: ValidateFunction; member: ValidateFunction } {
+  if (compiled) return compiled;
+  const ajv = new (ajvModule().Ajv)({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true, verbose: true });
+  ajvFormats().default(ajv);
+  compiled = { spec: ajv.compile(LOAD_BALANCER_SCHEMA), member: ajv.compile(MEMBER_SCHEMA) };
+  return compiled;
+}
 
 /**
  * Validate a parsed JSON document; returns it typed. Throws SpecError.
@@ -32,7 +44,8 @@ const memberCheck = ajv.compile(MEMBER_SCHEMA);
  * parsed one (a copy would cost about as much as the schema check).
  */
 export function validateSpec(doc: unknown): LoadBalancerSpec {
-  if (!schemaCheck(doc)) throw new SpecError(schemaProblems(schemaCheck.errors ?? []));
+  const check = checks().spec;
+  if (!check(doc)) throw new SpecError(schemaProblems(check.errors ?? []));
   const spec = doc as LoadBalancerSpec;
   const problems = relationProblems(spec);
   if (problems.length > 0) throw new SpecError(problems);
@@ -46,7 +59,8 @@ export function validateSpec(doc: unknown): LoadBalancerSpec {
  */
 export function validateMember(doc: unknown, memberId: string, pool: PoolSpec): MemberSpec {
   if (doc !== null && typeof doc === 'object' && !Array.isArray(doc) && !('id' in doc)) (doc as { id?: string }).id = memberId;
-  if (!memberCheck(doc)) throw new SpecError(schemaProblems(memberCheck.errors ?? []));
+  const check = checks().member;
+  if (!check(doc)) throw new SpecError(schemaProblems(check.errors ?? []));
   const m = doc as MemberSpec;
   if (m.id !== memberId) throw new SpecError([`id: "${m.id}" is not the member in the path ("${memberId}")`]);
   const same = pool.members.find((o) => o.id !== m.id && o.address === m.address && o.protocol_port === m.protocol_port);
