@@ -111,10 +111,23 @@ export function getInfo(port: number, tls: https.AgentOptions, agent: https.Agen
  * the amphora really spends.
  */
 export function treePssKb(pid: number): number {
+  return treeRollup(pid, ['Pss']);
+}
+
+/**
+ * Private pages of the tree (USS): a lower bound of what it costs alone. PSS
+ * on a shared machine is below what it is on an amphora whenever other
+ * processes map the same binary (the bench itself runs node).
+ */
+export function treeUssKb(pid: number): number {
+  return treeRollup(pid, ['Private_Clean', 'Private_Dirty']);
+}
+
+function treeRollup(pid: number, fields: string[]): number {
   let total = 0;
   for (const p of processTree(pid)) {
     const rollup = readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
-    total += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
+    for (const f of fields) total += Number(new RegExp(`^${f}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? 0);
   }
   return total;
 }

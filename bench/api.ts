@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { issue, makeCa } from '../test/helpers/certs.js';
 import { testDir } from '../test/helpers/haproxies.js';
-import { AMPHORA, agentArgv, configText, ensurePythonAgent, getInfo, treePssKb, treeResources } from './agents.js';
+import { AMPHORA, agentArgv, configText, ensurePythonAgent, getInfo, treePssKb, treeResources, treeUssKb } from './agents.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CLIENTS = 8;
@@ -72,17 +72,17 @@ try {
   for (const a of agents) {
     const idlePssKb = treePssKb(a.proc.pid!);
     const r = await measure(a.port, tls);
-    results.push({ ...a, ...r, rssKb: treeResources(a.proc.pid!).rssKb, idlePssKb, pssKb: treePssKb(a.proc.pid!) });
+    results.push({ ...a, ...r, rssKb: treeResources(a.proc.pid!).rssKb, idlePssKb, pssKb: treePssKb(a.proc.pid!), ussKb: treeUssKb(a.proc.pid!) });
   }
   console.log(`bench/api: GET /1.0/info, mutual TLS, ${CLIENTS} concurrent clients, ${SECONDS} s each`);
-  console.log('agent                              req/s     p50 ms   p99 ms   errors   RSS MiB   PSS idle   PSS after load (MiB)');
+  console.log('agent                              req/s     p50 ms   p99 ms   errors   RSS MiB   PSS idle   PSS after load   USS after load (MiB)');
   const mib = (kb: number) => (kb / 1024).toFixed(1).padStart(7);
   for (const r of results) {
-    console.log(`${r.name.padEnd(34)} ${r.rps.toFixed(0).padStart(6)}   ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}   ${String(r.errors).padStart(6)}   ${mib(r.rssKb)}   ${mib(r.idlePssKb)}   ${mib(r.pssKb)}`);
+    console.log(`${r.name.padEnd(34)} ${r.rps.toFixed(0).padStart(6)}   ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}   ${String(r.errors).padStart(6)}   ${mib(r.rssKb)}   ${mib(r.idlePssKb)}   ${mib(r.pssKb)}   ${mib(r.ussKb)}`);
   }
   const [ts, py] = results as [typeof results[0], typeof results[0]];
   console.log(`ratio: ${(ts.rps / py.rps).toFixed(1)}x the requests per second, ${(ts.rssKb / py.rssKb).toFixed(2)}x the RSS, ` +
-    `${(ts.idlePssKb / py.idlePssKb).toFixed(2)}x the PSS idle, ${(ts.pssKb / py.pssKb).toFixed(2)}x the PSS after load (target: <= 0.5x)`);
+    `${(ts.idlePssKb / py.idlePssKb).toFixed(2)}x the PSS idle, ${(ts.pssKb / py.pssKb).toFixed(2)}x the PSS after load, ${(ts.ussKb / py.ussKb).toFixed(2)}x the USS (target: PSS <= 0.5x)`);
 } finally {
   for (const a of agents) a.proc.kill('SIGTERM');
 }
