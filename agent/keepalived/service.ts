@@ -12,11 +12,17 @@ import {
 const LVS_PREFIX = 'octavia-keepalivedlvs-';
 const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
 
+/**
+ * The VRRP keepalived names its child pid files too: with -p only, keepalived
+ * keeps the VRRP child's pid in /run/vrrp.pid and a second VRRP keepalived on
+ * the same host (two amphorae on one machine, a container) refuses to start.
+ */
 export function vrrpInstance(basePath: string): KeepalivedInstance {
   const dir = join(basePath, 'vrrp');
   return {
     unit: 'octavia-keepalived', config: join(dir, 'octavia-keepalived.conf'), pidFile: join(dir, 'octavia-keepalived.pid'),
-    childPidFiles: null, launchLog: join(dir, 'keepalived.launch.log'),
+    childPidFiles: { vrrp: join(dir, 'octavia-keepalived.vrrp.pid'), check: join(dir, 'octavia-keepalived.check.pid') },
+    launchLog: join(dir, 'keepalived.launch.log'),
   };
 }
 
