@@ -3,14 +3,19 @@
 // keepalived runs in ACTIVE_STANDBY.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { TEMPLATES_DIR } from '../package-root.js';
 import { ensureDir, exists, readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
 import {
   keepalivedPid, installUnit, startKeepalived, stopKeepalived, type KeepalivedInstance, type KeepalivedSettings,
 } from './process.js';
 
 const LVS_PREFIX = 'octavia-keepalivedlvs-';
-const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
+/**
+ * The check keepalived runs for each load balancer's haproxy: a shell script
+ * with socat (Octavia's haproxy-vrrp-check semantics), not the agent's own
+ * command, which would load all of Node.js and the agent every interval.
+ */
+export const VRRP_CHECK_SCRIPT = join(TEMPLATES_DIR, 'keepalived', 'haproxy-vrrp-check.sh');
 
 /**
  * The VRRP keepalived names its child pid files too: with -p only, keepalived
@@ -73,13 +78,15 @@ export async function updateHaproxyCheckScript(basePath: string, lbSockets: stri
   if (!(await exists(dir))) return;
   const path = join(dir, 'haproxy_check_script.sh');
   if (lbSockets.length > 0) {
-    await writeFileAtomic(path, `${process.execPath} ${MAIN} haproxy-vrrp-check ${lbSockets.join(' ')}; exit $?\n`, 0o755);
+    await writeFileAtomic(path, `exec /bin/sh ${shellQuote(VRRP_CHECK_SCRIPT)} ${lbSockets.map(shellQuote).join(' ')}\n`, 0o755);
   } else if (!hasLvs) {
     await writeFileAtomic(path, 'exit 1\n', 0o755);
   } else {
     await removeFile(path);
   }
 }
+
+const shellQuote = (s: string) => (/^[\w./@:+-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`);
 
 export async function uploadLvs(basePath: string, s: KeepalivedSettings, listenerId: string, config: string): Promise<void> {
   const inst = lvsInstance(basePath, listenerId);
