@@ -4,6 +4,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TEMPLATES_DIR } from '../package-root.js';
+import { ensureHaproxyTrack, withHaproxyTrack } from './haproxy-track.js';
 import { ensureDir, exists, readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
 import {
   keepalivedPid, installUnit, startKeepalived, stopKeepalived, type KeepalivedInstance, type KeepalivedSettings,
@@ -60,7 +61,9 @@ nc -uzv -w1 "$1" "$2" >/dev/null 2>&1
 export async function uploadVrrp(basePath: string, s: KeepalivedSettings, config: string, lbSockets: string[], hasLvs: boolean): Promise<void> {
   const inst = vrrpInstance(basePath);
   await ensureDir(join(basePath, 'vrrp', 'check_scripts'), 0o755);
-  await writeFileAtomic(inst.config, config, 0o644);
+  // The agent's track file rides along (./haproxy-track.ts): failover at once when haproxy is gone for good.
+  await writeFileAtomic(inst.config, withHaproxyTrack(config, basePath), 0o644);
+  await ensureHaproxyTrack(basePath);
   if (!(await exists(join(basePath, 'vrrp', 'check_script.sh')))) {
     await writeFileAtomic(join(basePath, 'vrrp', 'check_script.sh'), CHECK_SCRIPT, 0o755);
   }

@@ -10,6 +10,7 @@
 // the skew (about 0.65 s).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { workerCommand } from '../../agent/haproxy/master-cli.js';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
@@ -102,11 +103,16 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
     const t0 = Date.now();
     const arrival = vipArrival(rig, backup, opts.moveWithinMs + 3000);
     const release = opts.release ? vipArrival(rig, master, opts.moveWithinMs + 3000, false) : Promise.resolve(null);
-    await event(master);
-    const movedAt = await arrival;
-    const releasedAt = await release;
-    await sleep(opts.afterMs);
-    await load.stop();
+    let movedAt: number | null;
+    let releasedAt: number | null;
+    try {
+      await event(master);
+      movedAt = await arrival;
+      releasedAt = await release;
+      await sleep(opts.afterMs);
+    } finally {
+      await load.stop();
+    }
     const f = figures(rig, name, load.records, t0, movedAt, releasedAt);
     return { f, load, t0, movedAt, releasedAt, master, backup };
   }
@@ -158,11 +164,38 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
       // would give (measured on keepalived 2.2.7; printed above).
       const held = await rig.master(1000);
       console.log(`[${haproxy.label} ${octavia.label}] after the VRRP child crash amphora ${held.name} holds the VIP`);
+      // With Octavia 11's "state MASTER" the respawned child of the MASTER-role
+      // amphora also takes the VIP back from the backup (priority 100 over
+      // 90): a second, clean handover can follow the first within a second.
       const last = f.failed.reduce((m, x) => Math.max(m, x.offsetMs), -Infinity);
-      assert.ok(f.failed.length === 0 || last <= 4000, `a request failed ${last} ms after the crash`);
+      assert.ok(f.failed.length === 0 || last <= 5000, `a request failed ${last} ms after the crash`);
       assert.ok(f.longestGapMs <= 4500, `longest gap ${f.longestGapMs} ms`);
       assert.ok(Date.now() - t0 > 4000);
       assert.is(f.successAfterMove, 1);
+    });
+  }
+
+  if (full) {
+    test('haproxy stopped for good through the API on the master: the agent\'s track file moves the VIP within 1.5 s', async () => {
+      let stoppedAt = 0;
+      const { f, t0, movedAt, master, backup } = await handover('haproxy stopped through the API on the master', async (m) => {
+        // Octavia's 1.0 client has no stop call (its controller never stops a
+        // listener); its put() sends the agent's PUT .../stop.
+        const r = await m.peer.call('put', `loadbalancer/${LB.lbId}/stop`) as { status: number };
+        assert.is(r.status, 202);
+        stoppedAt = Date.now();
+      }, { moveWithinMs: 1500, afterMs: 3000 });
+      console.log(`[${haproxy.label} ${octavia.label}] stop call returned after ${stoppedAt - t0} ms; VIP on ${backup.name} ${movedAt === null ? 'never' : `${movedAt - stoppedAt} ms after`}`);
+      assert.ok(movedAt !== null && movedAt - stoppedAt <= 1500, 'the VIP did not move within 1.5 s of the stop');
+      assert.is(f.successAfterMove, 1);
+      assert.equal(Object.keys(f.servedAfter), [backup.name]);
+      // Started again: the track file goes back to 0 and the amphora can be master again.
+      await master.peer.call('start_listener', LB.lbId);
+      await waitFor('the track file back to 0', () => readFileSync(join(master.agent.basePath, 'vrrp', 'haproxy.track'), 'utf8').trim() === '0', 5000, 50);
+      // Octavia 11's MASTER role (state MASTER, priority 100) takes the VIP
+      // back once out of FAULT; wait for that, so the next scenario starts settled.
+      if (old && master === rig.a) assert.ok(await vipArrival(rig, master, 8000), 'the MASTER role did not take the VIP back');
+      await rig.master();
     });
   }
 
