@@ -10,6 +10,7 @@
 // the skew (about 0.65 s).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { workerCommand } from '../../agent/haproxy/master-cli.js';
@@ -155,7 +156,7 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
   if (full) {
     test('keepalived crash on the master (its VRRP child killed): the VIP is held again within 4 s, failures only in that window', async () => {
       const t0 = Date.now();
-      const { f } = await handover('VRRP child killed on the master', (m) => {
+      const { f, load } = await handover('VRRP child killed on the master', (m) => {
         process.kill(rig.vrrpChildPid(m), 'SIGKILL');
       }, { moveWithinMs: 5000, afterMs: 4000 });
       // keepalived respawns its VRRP child at once, but the new child starts
@@ -170,8 +171,47 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
       const last = f.failed.reduce((m, x) => Math.max(m, x.offsetMs), -Infinity);
       assert.ok(f.failed.length === 0 || last <= 5000, `a request failed ${last} ms after the crash`);
       assert.ok(f.longestGapMs <= 4500, `longest gap ${f.longestGapMs} ms`);
-      assert.ok(Date.now() - t0 > 4000);
-      assert.is(f.successAfterMove, 1);
+      // Settled after both handovers: every request from 5 s on succeeds.
+      const late = load.records.filter((r) => r.start >= t0 + 5000);
+      assert.ok(late.length > 0 && late.every((r) => r.status === 200), `${late.filter((r) => r.status !== 200).length} failed after 5 s`);
+    });
+  }
+
+  if (full) {
+    test('haproxy killed on the master: restarted by the agent, no VIP move, loss window measured', async () => {
+      const master = await rig.master();
+      const load = rig.load({ sources: CLIENT_SOURCES }).start();
+      let moved = false;
+      try {
+        await waitFor('the load to run', () => load.records.length >= 150, 10_000, 50);
+        const t0 = Date.now();
+        // Every process of this load balancer's haproxy (master and worker): their command lines name its config.
+        const pids = execFileSync('ip', ['netns', 'pids', master.netns], { encoding: 'utf8' }).split('\n').filter(Boolean)
+          .filter((pid) => {
+            try {
+              return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(LB.lbId);
+            } catch {
+              return false;
+            }
+          });
+        assert.ok(pids.length >= 2, `haproxy processes: ${pids.join(',')}`);
+        for (const pid of pids) process.kill(Number(pid), 'SIGKILL');
+        // Watch the VIP for two VRRP check intervals (5 s, fall 2 would need 10 s to move it).
+        const deadline = t0 + 8000;
+        while (Date.now() < deadline) {
+          if (!rig.holdsVip(master)) moved = true;
+          await sleep(50);
+        }
+        await load.stop();
+        const f = figures(rig, 'haproxy SIGKILLed on the master', load.records, t0, null);
+        assert.not.ok(moved, 'the VIP left the master');
+        // Direct supervision looks every 2 s (under systemd, Restart=always); the
+        // issue's target of under 1 s needs the engine's watchdog.
+        assert.ok(f.longestGapMs < 3500, `longest gap ${f.longestGapMs} ms`);
+        assert.is(f.successAfterMove, 1);
+      } finally {
+        await load.stop();
+      }
     });
   }
 
