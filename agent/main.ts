@@ -14,7 +14,8 @@ const USAGE = `usage: amphora-agent [serve] [--config-file PATH]
   serve       run the agent (default); without --config-file, a development
               configuration is created in ./.amphora-dev
   haproxy-vrrp-check SOCKET...
-              keepalived's check: exit 0 when every haproxy stats socket answers
+              exit 0 when every haproxy stats socket answers (keepalived runs
+              templates/keepalived/haproxy-vrrp-check.sh, the same check in sh)
   heartbeat --print [--config-file PATH]
               show the next heartbeat message, decoded (not sent)
 ${RENDER_USAGE}

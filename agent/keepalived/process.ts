@@ -16,7 +16,7 @@ export interface KeepalivedInstance {
   unit: string;
   config: string;
   pidFile: string;
-  /** LVS instances also name the VRRP and checker child pid files (-r, -c). */
+  /** The VRRP and checker child pid files (-r, -c), so several keepalived can run on one host. */
   childPidFiles: { vrrp: string; check: string } | null;
   launchLog: string;
 }
@@ -51,7 +51,7 @@ export async function keepalivedPid(inst: KeepalivedInstance): Promise<number | 
   return pid && (await isProcessAlive(pid)) ? pid : null;
 }
 
-function argv(inst: KeepalivedInstance, s: KeepalivedSettings): string[] {
+export function keepalivedArgv(inst: KeepalivedInstance, s: KeepalivedSettings): string[] {
   return [
     '/usr/sbin/keepalived', `--log-facility=${s.logFacility}`, '-f', inst.config, '-p', inst.pidFile,
     ...(inst.childPidFiles ? ['-r', inst.childPidFiles.vrrp, '-c', inst.childPidFiles.check] : []),
@@ -70,7 +70,7 @@ export async function installUnit(inst: KeepalivedInstance, s: KeepalivedSetting
   const unit = [
     '[Unit]', `Description=keepalived ${inst.unit}`, 'After=network.target amphora-netns.service', 'Requires=amphora-netns.service', '',
     '[Service]', 'Type=forking', 'KillMode=process', `PIDFile=${inst.pidFile}`,
-    `ExecStart=/sbin/ip netns exec ${s.netns ?? 'amphora-haproxy'} ${argv(inst, s).join(' ')}`,
+    `ExecStart=/sbin/ip netns exec ${s.netns ?? 'amphora-haproxy'} ${keepalivedArgv(inst, s).join(' ')}`,
     'ExecReload=/bin/kill -HUP $MAINPID', '', '[Install]', 'WantedBy=multi-user.target', '',
   ].join('\n');
   if ((await readTextIfExists(path)) === unit) return;
@@ -87,7 +87,7 @@ export async function startKeepalived(inst: KeepalivedInstance, s: KeepalivedSet
   } else {
     if (s.netns) await ensureNetns(s.netns);
     // --log-console: startup errors land in the launch log, for the caller.
-    const res = await launchDaemon([...argv(inst, s), '--log-console'], inst.launchLog, { netns: s.netns });
+    const res = await launchDaemon([...keepalivedArgv(inst, s), '--log-console'], inst.launchLog, { netns: s.netns });
     if (res.exitCode !== 0) throw new KeepalivedFailedError('start', res.output.trim());
   }
   // keepalived writes its pid file after forking and may exit right after

@@ -3,20 +3,32 @@
 // keepalived runs in ACTIVE_STANDBY.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { TEMPLATES_DIR } from '../package-root.js';
+import { ensureHaproxyTrack, withHaproxyTrack } from './haproxy-track.js';
 import { ensureDir, exists, readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
 import {
   keepalivedPid, installUnit, startKeepalived, stopKeepalived, type KeepalivedInstance, type KeepalivedSettings,
 } from './process.js';
 
 const LVS_PREFIX = 'octavia-keepalivedlvs-';
-const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
+/**
+ * The check keepalived runs for each load balancer's haproxy: a shell script
+ * with socat (Octavia's haproxy-vrrp-check semantics), not the agent's own
+ * command, which would load all of Node.js and the agent every interval.
+ */
+export const VRRP_CHECK_SCRIPT = join(TEMPLATES_DIR, 'keepalived', 'haproxy-vrrp-check.sh');
 
+/**
+ * The VRRP keepalived names its child pid files too: with -p only, keepalived
+ * keeps the VRRP child's pid in /run/vrrp.pid and a second VRRP keepalived on
+ * the same host (two amphorae on one machine, a container) refuses to start.
+ */
 export function vrrpInstance(basePath: string): KeepalivedInstance {
   const dir = join(basePath, 'vrrp');
   return {
     unit: 'octavia-keepalived', config: join(dir, 'octavia-keepalived.conf'), pidFile: join(dir, 'octavia-keepalived.pid'),
-    childPidFiles: null, launchLog: join(dir, 'keepalived.launch.log'),
+    childPidFiles: { vrrp: join(dir, 'octavia-keepalived.vrrp.pid'), check: join(dir, 'octavia-keepalived.check.pid') },
+    launchLog: join(dir, 'keepalived.launch.log'),
   };
 }
 
@@ -49,7 +61,9 @@ nc -uzv -w1 "$1" "$2" >/dev/null 2>&1
 export async function uploadVrrp(basePath: string, s: KeepalivedSettings, config: string, lbSockets: string[], hasLvs: boolean): Promise<void> {
   const inst = vrrpInstance(basePath);
   await ensureDir(join(basePath, 'vrrp', 'check_scripts'), 0o755);
-  await writeFileAtomic(inst.config, config, 0o644);
+  // The agent's track file rides along (./haproxy-track.ts): failover at once when haproxy is gone for good.
+  await writeFileAtomic(inst.config, withHaproxyTrack(config, basePath), 0o644);
+  await ensureHaproxyTrack(basePath);
   if (!(await exists(join(basePath, 'vrrp', 'check_script.sh')))) {
     await writeFileAtomic(join(basePath, 'vrrp', 'check_script.sh'), CHECK_SCRIPT, 0o755);
   }
@@ -67,13 +81,15 @@ export async function updateHaproxyCheckScript(basePath: string, lbSockets: stri
   if (!(await exists(dir))) return;
   const path = join(dir, 'haproxy_check_script.sh');
   if (lbSockets.length > 0) {
-    await writeFileAtomic(path, `${process.execPath} ${MAIN} haproxy-vrrp-check ${lbSockets.join(' ')}; exit $?\n`, 0o755);
+    await writeFileAtomic(path, `exec /bin/sh ${shellQuote(VRRP_CHECK_SCRIPT)} ${lbSockets.map(shellQuote).join(' ')}\n`, 0o755);
   } else if (!hasLvs) {
     await writeFileAtomic(path, 'exit 1\n', 0o755);
   } else {
     await removeFile(path);
   }
 }
+
+const shellQuote = (s: string) => (/^[\w./@:+-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`);
 
 export async function uploadLvs(basePath: string, s: KeepalivedSettings, listenerId: string, config: string): Promise<void> {
   const inst = lvsInstance(basePath, listenerId);

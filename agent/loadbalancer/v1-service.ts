@@ -10,6 +10,7 @@ import { statsSocket } from '../haproxy/layout.js';
 import {
   keepalivedPid, keepalivedSettings, reloadKeepalived, startKeepalived, stopKeepalived, type KeepalivedSettings,
 } from '../keepalived/process.js';
+import { markHaproxy } from '../keepalived/haproxy-track.js';
 import { lvsExists, lvsInstance, removeLvs, vrrpInstance } from '../keepalived/service.js';
 import type { Logger } from '../log.js';
 import { afterHaproxyChange, afterLvsStart } from './announce.js';
@@ -87,6 +88,8 @@ export class V1Service {
 
   async stopHaproxy(lbId: string): Promise<void> {
     await this.deps.engine.stop(lbId);
+    // Stopped for good: in ACTIVE_STANDBY the VIP leaves at once (haproxy-track.ts).
+    await markHaproxy(this.basePath, lbId, false);
     await afterHaproxyChange(this.deps, lbId, false);
   }
 
@@ -102,6 +105,7 @@ export class V1Service {
         : (await this.deps.engine.start(lbId))?.outcome ?? 'unchanged';
       return { outcome, announce: outcome === 'runtime' ? null : true };
     });
+    await markHaproxy(this.basePath, lbId, true);
     return outcome;
   }
 
@@ -133,6 +137,7 @@ export class V1Service {
   /** Stop and remove a load balancer with its certificates. Throws HaproxyFailedError. */
   async removeHaproxy(lbId: string): Promise<void> {
     await this.deps.engine.delete(lbId);
+    await markHaproxy(this.basePath, lbId, true);
     await removeCertificates(this.deps.config.current, lbId);
     await afterHaproxyChange(this.deps, lbId, false);
   }

@@ -27,6 +27,13 @@ export interface AgentUnderTest {
   stop(): Promise<void>;
 }
 
+/** Several agents on one machine: each its own amphora id and API address; `sections`: more INI lines at the end. */
+export interface AgentOptions {
+  amphoraId?: string;
+  bindHost?: string;
+  sections?: string[];
+}
+
 /**
  * `healthManager`: lines for [health_manager] (default: no heartbeat
  * destinations); `amphoraAgent`: more lines for [amphora_agent]; `launcher`:
@@ -34,8 +41,9 @@ export interface AgentUnderTest {
  * with the amphora's /etc/tuned); it must exec the command, so signals reach the agent.
  */
 export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string, port: number,
-  healthManager: string[] = ['controller_ip_port_list ='], amphoraAgent: string[] = [], launcher: string[] = []): Promise<AgentUnderTest> {
-  const amphoraId = 'a1b2c3d4-0000-4000-8000-000000000001';
+  healthManager: string[] = ['controller_ip_port_list ='], amphoraAgent: string[] = [], launcher: string[] = [],
+  more: AgentOptions = {}): Promise<AgentUnderTest> {
+  const amphoraId = more.amphoraId ?? 'a1b2c3d4-0000-4000-8000-000000000001';
   const pki = join(dir, 'pki');
   mkdirSync(pki, { recursive: true });
   const serverCa = makeCa(pki, 'server-ca');
@@ -47,13 +55,13 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
   const configFile = join(dir, 'amphora-agent.conf');
   writeFileSync(configFile, [
     '[haproxy_amphora]', `base_path = ${basePath}`, `base_cert_dir = ${certDir}`,
-    'bind_host = 127.0.0.1', `bind_port = ${port}`, `haproxy_cmd = ${h.command.join(' ')}`,
+    `bind_host = ${more.bindHost ?? '127.0.0.1'}`, `bind_port = ${port}`, `haproxy_cmd = ${h.command.join(' ')}`,
     // This shared machine's free memory would give a TLS listener a session cache of gigabytes.
     'tune_from_amphora_details = false',
     '[health_manager]', ...healthManager,
     '[amphora_agent]', `agent_server_cert = ${server.pem}`, `agent_server_ca = ${clientCa.cert}`,
     `amphora_id = ${amphoraId}`, 'process_manager = direct', `network_namespace = ${netns}`,
-    `agent_server_network_dir = ${join(dir, 'interfaces')}`, `systemd_unit_dir = ${join(dir, 'units')}`, ...amphoraAgent, '',
+    `agent_server_network_dir = ${join(dir, 'interfaces')}`, `systemd_unit_dir = ${join(dir, 'units')}`, ...amphoraAgent, ...(more.sections ?? []), '',
   ].join('\n'));
   let out = '';
   // Info level: readiness is read from the "API listening" log line.
@@ -69,7 +77,8 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
     process: child, port, amphoraId, basePath, certDir, configFile, serverCa, clientCa, client,
     output: () => out,
     async stop() {
-      if (child.exitCode === null) {
+      // A killed agent (signalCode set) has exited already: waiting for 'exit' would never end.
+      if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
         await new Promise((r) => child.once('exit', r));
       }

@@ -39,10 +39,10 @@ export class OctaviaPeer {
    * A release's client configured as a worker's would be for the agent under
    * test (its certificates, port and paths; a few quick retries).
    */
-  static async connect(release: OctaviaUnderTest, agent: AgentUnderTest): Promise<OctaviaPeer> {
+  static async connect(release: OctaviaUnderTest, agent: AgentUnderTest, lbNetworkIp = '127.0.0.1'): Promise<OctaviaPeer> {
     const peer = new OctaviaPeer(release);
     const setup = await peer.request('setup', {
-      amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
+      amphora_id: agent.amphoraId, lb_network_ip: lbNetworkIp,
       overrides: { haproxy_amphora: {
         client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port,
         base_path: agent.basePath, base_cert_dir: agent.certDir, connection_max_retries: 3, connection_retry_interval: 1,

@@ -10,6 +10,10 @@ Reads one JSON request per line on stdin, answers one JSON line on stdout:
   {"op": "update_listeners", "args": {...}}   the driver's update_amphora_listeners for a
       TERMINATED_HTTPS load balancer (certificate from the local cert manager); answers
       the /1.0/details the driver fetched on the way
+  {"op": "as_render", "args": {...}}        JinjaTemplater.build_config of an ACTIVE_STANDBY load
+      balancer (both amphorae, peers section) for the configured amphora
+  {"op": "as_vrrp", "args": {...}}          the driver's update_vrrp_conf (KeepalivedJinjaTemplater,
+      upload) and, with "start", start_vrrp_service, for the configured amphora
 Answers: {"ok": true, "result": ...} or {"ok": false, "exception": "<class>", "message": "..."}.
 Only test code: it imports Octavia, it copies nothing from it.
 """
@@ -132,6 +136,63 @@ def build_lb(spec):
     return lb, listener
 
 
+def build_as_lb(spec):
+    """An ACTIVE_STANDBY load balancer: build_lb's, with both amphorae, VRRP group and peers.
+
+    spec['amphorae']: [{id, lb_network_ip, vrrp_ip, role, priority}]; the one
+    whose id is the configured amphora's replaces state['amp'].
+    """
+    lb, listener = build_lb(spec)
+    lb.topology = 'ACTIVE_STANDBY'
+    listener.peer_port = 1025
+    amps = []
+    for a in spec['amphorae']:
+        amp = dm.Amphora(id=a['id'], lb_network_ip=a['lb_network_ip'], vrrp_ip=a['vrrp_ip'],
+                         role=a['role'], vrrp_priority=a['priority'], vrrp_id=1,
+                         vrrp_interface='eth1', status='ALLOCATED', load_balancer=lb,
+                         load_balancer_id=lb.id)
+        amp.api_version = None
+        if a['id'] == state['amp'].id:
+            state['amp'] = amp
+        amps.append(amp)
+    lb.amphorae = amps
+    lb.vrrp_group = dm.VRRPGroup(load_balancer_id=lb.id, vrrp_group_name=lb.id.replace('-', ''),
+                                 vrrp_auth_type='PASS', vrrp_auth_pass='aat-pass',
+                                 advert_int=spec.get('advert_int', 1))
+    pool = listener.default_pool
+    persistence = spec.get('persistence')
+    if persistence:
+        pool.session_persistence = dm.SessionPersistence(
+            pool_id=pool.id, type=persistence, cookie_name=spec.get('cookie_name'), pool=pool)
+    return lb, listener
+
+
+def as_render(args):
+    lb, listener = build_as_lb(args)
+    templater = jinja_cfg.JinjaTemplater(
+        base_amp_path=CONF.haproxy_amphora.base_path,
+        base_crt_dir=CONF.haproxy_amphora.base_cert_dir,
+        haproxy_template=CONF.haproxy_amphora.haproxy_template,
+        connection_logging=False)
+    versions = args['haproxy_version'].split('.')[:2]
+    if 'amp_details' in inspect.signature(templater.build_config).parameters:
+        return templater.build_config(state['amp'], [listener], {}, versions, amp_details=None)
+    return templater.build_config(state['amp'], [listener], {}, versions)
+
+
+def as_vrrp(args):
+    lb, _ = build_as_lb(args)
+    amp = state['amp']
+    net_config = {'additional_vip_data': [],
+                  'vip_subnet': {'cidr': args['vip_cidr'], 'gateway_ip': args.get('gateway'),
+                                 'host_routes': []}}
+    d = driver()
+    d.update_vrrp_conf(lb, {amp.id: net_config}, amp)
+    if args.get('start'):
+        d.start_vrrp_service(amp)
+    return True
+
+
 def render(args):
     lb, listener = build_lb(args)
     templater = jinja_cfg.JinjaTemplater(
@@ -167,7 +228,8 @@ def call(args):
 
 
 OPS = {'setup': setup, 'render': render, 'call': call, 'agent_config': agent_config,
-       'driver': driver_call, 'update_listeners': update_listeners}
+       'driver': driver_call, 'update_listeners': update_listeners,
+       'as_render': as_render, 'as_vrrp': as_vrrp}
 
 for line in sys.stdin:
     req = json.loads(line)
