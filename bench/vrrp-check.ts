@@ -18,7 +18,7 @@ import { updateHaproxyCheckScript } from '../agent/keepalived/service.js';
 import { statsSocket } from '../agent/haproxy/layout.js';
 import { HAPROXIES, testDir } from '../test/helpers/haproxies.js';
 import { createTestNetwork } from '../test/helpers/netns.js';
-import { testEngine } from '../test/helpers/engine.js';
+import { applyConfig, testEngine } from '../test/helpers/engine.js';
 import { octaviaStyleConfig } from '../test/helpers/octavia-config.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
@@ -47,7 +47,7 @@ const engine = testEngine(HAPROXIES[0]!, dir, net.netns);
 const lbIds = Array.from({ length: LBS }, () => randomUUID());
 try {
   for (const [i, lbId] of lbIds.entries()) {
-    await engine.apply(lbId, 'amp', octaviaStyleConfig({
+    await applyConfig(engine, lbId, 'amp', octaviaStyleConfig({
       lbId, baseDir: dir, bind: `${net.nsIp}:${8080 + i}`, monitor: null, connectionLimit: 1000,
       members: [{ id: randomUUID(), address: '127.0.0.1:9' }],
     }));

@@ -13,7 +13,7 @@ import { statsSocket } from '../../agent/haproxy/layout.js';
 import { updateHaproxyCheckScript, uploadVrrp, VRRP_CHECK_SCRIPT } from '../../agent/keepalived/service.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
-import { testEngine } from '../helpers/engine.js';
+import { applyConfig, testEngine } from '../helpers/engine.js';
 import { loud } from '../helpers/hooks.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
@@ -40,7 +40,7 @@ test.before(loud(async () => {
   mkdirSync(join(dir, 'units'), { recursive: true });
   engine = testEngine(HAPROXIES[0]!, dir, net.netns);
   for (const [i, lbId] of lbs.entries()) {
-    await engine.apply(lbId, 'amp', octaviaStyleConfig({
+    await applyConfig(engine, lbId, 'amp', octaviaStyleConfig({
       lbId, baseDir: dir, bind: `${net.nsIp}:${8100 + i}`, monitor: null, connectionLimit: 1000, members: [{ id: randomUUID(), address: '127.0.0.1:9' }],
     }));
   }
