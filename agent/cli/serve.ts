@@ -7,6 +7,7 @@ import { ConfigStore } from '../config/store.js';
 import { HeartbeatSender } from '../health/sender.js';
 import { buildEngine, packageVersions } from '../agent.js';
 import { restartDead } from '../haproxy/watchdog.js';
+import { markHaproxy } from '../keepalived/haproxy-track.js';
 import { createApp } from '../api/app.js';
 import { ApplyMetrics } from '../loadbalancer/metrics.js';
 import { LoadBalancerService } from '../loadbalancer/service.js';
@@ -115,7 +116,9 @@ export async function serve(args: string[]): Promise<void> {
   await ready;
   if (engine.processManager === 'direct') {
     // systemd restarts a dead haproxy (Restart=always); without it, the agent does.
-    setInterval(() => void restartDead(engine, log), 2000).unref();
+    // A haproxy that cannot be started again gives up the VIP at once (ACTIVE_STANDBY).
+    const basePath = config.haproxyAmphora.basePath;
+    setInterval(() => void restartDead(engine, log, (lbId, running) => markHaproxy(basePath, lbId, running)), 2000).unref();
   }
   // Members added at runtime on a haproxy without a working init-state wait in
   // maintenance until a check passes; this makes them ready soon after.

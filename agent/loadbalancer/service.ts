@@ -21,6 +21,7 @@ import { certificateDir, readCertificate, removeCertificate, removeCertificates,
 import { describeChanges, describeMemberChange } from './changes.js';
 import { applyLvs, lvsInstance, lvsStatus, removeLvs } from '../keepalived/service.js';
 import { keepalivedSettings } from '../keepalived/process.js';
+import { markHaproxy } from '../keepalived/haproxy-track.js';
 import { LVS_PROTOCOLS } from '../spec/types.js';
 import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
@@ -153,6 +154,8 @@ export class LoadBalancerService {
       const applied = await recordedApply(this.deps, '2.0', lbId, async () => {
         const out = await this.apply(lbId, p);
         this.specs.set(lbId, { stored: p.next, journal: '', changes: 0 });
+        // haproxy runs (ACTIVE_STANDBY: this amphora may hold the VIP again).
+        if (isReload(out.result)) await markHaproxy(this.deps.config.current.haproxyAmphora.basePath, lbId, true);
         return { out, outcome: out.result, announce: isReload(out.result) ? p.rendered.haproxyConfig !== null : null };
       }, started);
       return applied.out;
@@ -356,6 +359,7 @@ export class LoadBalancerService {
       await removeStoredSpec(this.specFiles(lbId));
       this.specs.set(lbId, null);
       await removeCertificates(this.deps.config.current, lbId);
+      await markHaproxy(this.deps.config.current.haproxyAmphora.basePath, lbId, true); // gone, not down
       await afterHaproxyChange(this.deps, lbId, false);
       return true;
     });
