@@ -13,6 +13,7 @@ import { ConfigNotStoredError } from '../../config/store.js';
 import { AgentError } from '../../errors.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from '../../haproxy/errors.js';
 import { KeepalivedFailedError } from '../../keepalived/process.js';
+import { NoNamespaceError } from '../../net/interfaces.js';
 import { InterfaceExistsError, InterfaceNotFoundError } from '../../net/plug.js';
 import { frameworkBody, sendJson } from '../errors.js';
 
@@ -60,6 +61,7 @@ export function v1ErrorResponse(err: unknown, failed?: string): V1ErrorResponse 
   if (err instanceof LoadBalancerNotFoundError) return message(404, 'Loadbalancer Not Found', `No loadbalancer with UUID: ${err.lbId}`);
   if (err instanceof InterfaceNotFoundError) return { status: 404, body: { details: 'No suitable network interface found' } };
   if (err instanceof InterfaceExistsError) return message(409, 'Interface already exists');
+  if (err instanceof NoNamespaceError) return message(409, 'No network namespace configured', err.message);
   if (err instanceof ConfigNotStoredError) return message(500, 'Unable to update amphora-agent configuration.', err.message);
   if (failed !== undefined && err instanceof AgentError) {
     if (err instanceof HaproxyFailedError || err instanceof KeepalivedFailedError) return message(500, failed, err.output);

@@ -89,7 +89,7 @@ export function createV1Router(deps: V1Deps): Router {
     const v = await deps.packageVersions();
     sendJson(res, 200, await collectDetails({
       haproxyVersion: v.haproxy, keepalivedVersion: v.keepalived, ipvsadmVersion: v.ipvsadm,
-      netns: config().amphoraAgent.networkNamespace || null,
+      netns: config().amphoraAgent.networkNamespace,
       ...(await processCounts(deps.engine, basePath())),
     }));
   });
