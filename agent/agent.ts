@@ -1,8 +1,8 @@
 // The composition root: turns an AgentConfig into the running parts (engine
 // with its process manager, API app). Nothing else decides which back end runs.
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { AgentConfig } from './config/agent-config.js';
+import { certificateDir } from './loadbalancer/certificates.js';
 import { HaproxyEngine } from './haproxy/engine.js';
 import { DirectSupervisor, type HaproxySupervisor } from './haproxy/process.js';
 import { SystemdSupervisor } from './haproxy/systemd.js';
@@ -18,7 +18,7 @@ export async function buildSupervisor(config: AgentConfig): Promise<HaproxySuper
   const aa = config.amphoraAgent;
   const command = [config.haproxyAmphora.haproxyCmd];
   const useSystemd = aa.processManager === 'systemd' || (aa.processManager === 'auto' && (await pid1IsSystemd()));
-  const netns = aa.networkNamespace || null;
+  const netns = aa.networkNamespace;
   if (useSystemd) {
     if (!netns) throw new Error('process_manager systemd needs a network_namespace');
     return new SystemdSupervisor(command, netns, aa.userGroupFile, aa.systemdUnitDir);
@@ -36,7 +36,7 @@ export async function buildEngine(config: AgentConfig, log: Logger): Promise<Hap
     protectNewMembers: config.amphoraAgent.protectNewMembers,
     drainTimeoutMs: config.amphoraAgent.memberDrainTimeout * 1000,
     runtimeMemberChanges: config.amphoraAgent.runtimeMemberChanges,
-    certDir: (lbId) => join(config.haproxyAmphora.baseCertDir, lbId),
+    certDir: (lbId) => certificateDir(config, lbId),
   });
 }
 

@@ -5,6 +5,7 @@
 import { copyFile, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { certificateDir } from '../config/layout.js';
 import { ConfigStore } from '../config/store.js';
 import { DEFAULT_RENDER_SETTINGS, type RenderSettings, type RenderTarget } from '../render/settings.js';
 import { renderLoadBalancer } from '../render/render.js';
@@ -127,7 +128,7 @@ export async function checkSpec(spec: LoadBalancerSpec, settings: RenderSettings
   try {
     const scratch: RenderSettings = { ...settings, basePath: work, baseCertDir: join(work, 'certs') };
     const out = renderLoadBalancer(spec, scratch, target);
-    const certDir = join(scratch.baseCertDir, spec.id);
+    const certDir = certificateDir(scratch.baseCertDir, spec.id);
     await ensureDir(certDir, 0o700);
     await copyCertificates(spec, certSource, certDir);
     for (const f of out.crtLists) await writeFileAtomic(f.path, f.content, 0o600);
@@ -158,7 +159,7 @@ export async function checkCommand(args: string[]): Promise<number> {
   const spec = await loadSpec(opts.specFile);
   const { settings, haproxyCmd, onAmphora } = await settingsFor(opts);
   const target = await withAmphoraFacts(await renderTarget(opts, haproxyCmd), onAmphora);
-  const verdicts = await checkSpec(spec, settings, target, haproxyCmd, opts.certDir ?? join(settings.baseCertDir, spec.id));
+  const verdicts = await checkSpec(spec, settings, target, haproxyCmd, opts.certDir ?? certificateDir(settings.baseCertDir, spec.id));
   for (const v of verdicts) process.stdout.write(`${v.tool}: ${v.ok ? 'valid' : 'INVALID'}\n${indent(v.output)}`);
   return verdicts.every((v) => v.ok) ? 0 : 1;
 }

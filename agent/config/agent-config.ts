@@ -39,8 +39,13 @@ export interface AgentConfig {
     userLogFacility: number;
     /** Added: who runs haproxy: systemd units, the agent itself, or auto (systemd when PID 1 is systemd). */
     processManager: ProcessManager;
-    /** Added: the namespace haproxy runs in ('' = the agent's own). */
-    networkNamespace: string;
+    /**
+     * Added: the network namespace haproxy and keepalived run in and NICs are
+     * plugged into (default amphora-haproxy, Octavia's fixed name). Configured
+     * as '', it is null: they run in the agent's own namespace, and plugging
+     * is refused (it would rewrite the agent's own routes and firewall).
+     */
+    networkNamespace: string | null;
     /** Added: the haproxy user/group file (Octavia's image ships it at this path). */
     userGroupFile: string;
     /** Added: where haproxy-<lb>.service units go. */
@@ -120,6 +125,8 @@ export function parseAgentConfig(text: string): AgentConfig {
   const aa = doc.amphora_agent;
   const cw = doc.controller_worker;
   const basePath = str(ha, 'base_path', '/var/lib/octavia');
+  const baseCertDir = str(ha, 'base_cert_dir', '/var/lib/octavia/certs');
+  const networkNamespace = str(aa, 'network_namespace', D.networkNamespace ?? '') || null;
   const tls = str(aa, 'agent_tls_protocol', 'TLSv1.2');
   if (!['TLSv1.2', 'TLSv1.3'].includes(tls)) {
     // SSLv3 to TLSv1.1 are Octavia choices too, but insecure: refuse them clearly.
@@ -136,7 +143,7 @@ export function parseAgentConfig(text: string): AgentConfig {
   return {
     haproxyAmphora: {
       basePath,
-      baseCertDir: str(ha, 'base_cert_dir', '/var/lib/octavia/certs'),
+      baseCertDir,
       bindHost: str(ha, 'bind_host', '::'),
       bindPort: int(ha, 'haproxy_amphora', 'bind_port', 9443, 1, 65535),
       haproxyCmd: str(ha, 'haproxy_cmd', '/usr/sbin/haproxy'),
@@ -157,7 +164,7 @@ export function parseAgentConfig(text: string): AgentConfig {
       administrativeLogFacility,
       userLogFacility,
       processManager: oneOf(aa, 'amphora_agent', 'process_manager', 'auto', ['auto', 'direct', 'systemd'] as const),
-      networkNamespace: str(aa, 'network_namespace', 'amphora-haproxy'),
+      networkNamespace,
       userGroupFile: str(aa, 'user_group_file', join(basePath, 'haproxy-default-user-group.conf')),
       systemdUnitDir: str(aa, 'systemd_unit_dir', '/usr/lib/systemd/system'),
       protectNewMembers: bool(aa, 'amphora_agent', 'protect_new_members', true),
@@ -167,7 +174,7 @@ export function parseAgentConfig(text: string): AgentConfig {
     },
     render: {
       basePath,
-      baseCertDir: str(ha, 'base_cert_dir', '/var/lib/octavia/certs'),
+      baseCertDir,
       connectionLogging: bool(ha, 'haproxy_amphora', 'connection_logging', D.connectionLogging),
       userLogFormat: str(ha, 'user_log_format', D.userLogFormat),
       userLogFacility,
@@ -178,7 +185,7 @@ export function parseAgentConfig(text: string): AgentConfig {
       timeoutTcpInspect: int(ha, 'haproxy_amphora', 'timeout_tcp_inspect', D.timeoutTcpInspect, 0, 2073600000),
       defaultConnectionLimit: int(ha, 'haproxy_amphora', 'default_connection_limit', D.defaultConnectionLimit, 1, 1000000),
       stickSize: stickSize(str(ha, 'haproxy_stick_size', D.stickSize)),
-      networkNamespace: str(aa, 'network_namespace', D.networkNamespace),
+      networkNamespace,
     },
     controllerWorker: {
       loadbalancerTopology: oneOf(cw, 'controller_worker', 'loadbalancer_topology', 'SINGLE', ['SINGLE', 'ACTIVE_STANDBY'] as const),

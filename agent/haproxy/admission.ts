@@ -6,13 +6,16 @@
 //   checked  init-state on  path     haproxy applies init-state  admitted by      ready
 //            its line                at start-up
 //   no       -              any      -                           none             at once
-//   yes      yes            load     -                           init-state       haproxy's checks
+//   yes      yes            load     yes                         init-state       haproxy's checks
+//   yes      -              load     no                          state-file (**)  haproxy's checks
 //   yes      no             load     yes                         init-state (*)   haproxy's checks
-//   yes      no             load     no                          state-file       haproxy's checks
 //   yes      yes            runtime  -                           init-state       haproxy's checks
 //   yes      no             runtime  -                           maintenance      the agent, after a passed check
 //
 //   (*) the agent writes `init-state fully-down` on the line it loads.
+//   (**) also when the line carries init-state itself: a binary that takes the
+//        keyword without applying it at start-up (3.2 without the backport)
+//        would start such a member UP.
 //
 // The runtime path does not depend on the start-up capability: `enable
 // server` leaves a dynamic server with init-state DOWN on every haproxy that
@@ -66,8 +69,7 @@ export function admit(member: AdmissionInput): Admission {
 
 function methodOf(member: AdmissionInput): AdmissionMethod {
   if (!member.checked) return 'none';
-  if (member.initStateOnLine) return 'init-state';
-  if (member.path === 'runtime') return 'maintenance';
+  if (member.path === 'runtime') return member.initStateOnLine ? 'init-state' : 'maintenance';
   return member.initStateAtStartup ? 'init-state' : 'state-file';
 }
 

@@ -47,8 +47,9 @@ export function planProtection(input: ProtectionInput): ProtectionPlan {
   for (const backend of input.config.backends.values()) {
     for (const srv of backend.servers) {
       const admission = admit({ checked: srv.checked, initStateOnLine: srv.initStateOnLine, path: 'load', initStateAtStartup: input.initStateAtStartup });
-      // Unchecked members are admitted at once; a line with init-state holds itself down.
-      if (admission.method === 'none' || srv.initStateOnLine) continue;
+      // Unchecked members are admitted at once; a line with init-state holds
+      // itself down where the binary applies it at start-up.
+      if (admission.method === 'none' || (admission.method === 'init-state' && srv.initStateOnLine)) continue;
       const was = runningByKey.get(key(srv.backend, srv.name));
       if (was && sameEndpoint(was, srv.address)) continue;
       if (was) replaced.add(key(srv.backend, srv.name));

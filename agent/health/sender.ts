@@ -106,7 +106,7 @@ export class HeartbeatSender {
   private async addLvsListeners(message: HeartbeatMessage): Promise<void> {
     const ids = await lvsListenerIds(this.basePath);
     if (ids.length === 0) return;
-    const netns = this.deps.config.current.amphoraAgent.networkNamespace || null;
+    const netns = this.deps.config.current.amphoraAgent.networkNamespace;
     const table = await run(['cat', '/proc/net/ip_vs'], { netns });
     const ipvs = table.exitCode === 0 ? parseIpVs(table.stdout) : null;
     for (const id of ids) {

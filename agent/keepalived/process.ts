@@ -39,7 +39,7 @@ export interface KeepalivedSettings {
 /** keepalived runs the way haproxy does (systemd units or the agent), in haproxy's namespace. */
 export function keepalivedSettings(config: AgentConfig, processManager: 'direct' | 'systemd'): KeepalivedSettings {
   return {
-    netns: config.amphoraAgent.networkNamespace || null, logFacility: config.amphoraAgent.administrativeLogFacility,
+    netns: config.amphoraAgent.networkNamespace, logFacility: config.amphoraAgent.administrativeLogFacility,
     processManager, unitDir: config.amphoraAgent.systemdUnitDir,
   };
 }
@@ -70,7 +70,7 @@ export async function installUnit(inst: KeepalivedInstance, s: KeepalivedSetting
   const unit = [
     '[Unit]', `Description=keepalived ${inst.unit}`, 'After=network.target amphora-netns.service', 'Requires=amphora-netns.service', '',
     '[Service]', 'Type=forking', 'KillMode=process', `PIDFile=${inst.pidFile}`,
-    `ExecStart=/sbin/ip netns exec ${s.netns ?? 'amphora-haproxy'} ${keepalivedArgv(inst, s).join(' ')}`,
+    `ExecStart=${s.netns ? `/sbin/ip netns exec ${s.netns} ` : ''}${keepalivedArgv(inst, s).join(' ')}`,
     'ExecReload=/bin/kill -HUP $MAINPID', '', '[Install]', 'WantedBy=multi-user.target', '',
   ].join('\n');
   if ((await readTextIfExists(path)) === unit) return;

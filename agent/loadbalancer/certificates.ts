@@ -3,10 +3,11 @@
 // here. Names are checked by the API (api/params.ts) before they get here.
 import { join } from 'node:path';
 import type { AgentConfig } from '../config/agent-config.js';
+import { certificateDir as certificateDirOf } from '../config/layout.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
 
 export function certificateDir(config: AgentConfig, lbId: string): string {
-  return join(config.haproxyAmphora.baseCertDir, lbId);
+  return certificateDirOf(config.haproxyAmphora.baseCertDir, lbId);
 }
 
 export async function storeCertificate(config: AgentConfig, lbId: string, name: string, pem: Buffer): Promise<void> {

@@ -13,9 +13,11 @@ import { interfaceDown, interfaceUp } from './amphora-interface.js';
 import type { InterfaceFile } from './interface-file.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { sameIp } from './ip.js';
+import { AgentError } from '../errors.js';
 
 export interface NetworkSettings {
-  netns: string;
+  /** The amphora namespace; null: the agent's own (network_namespace = ''). */
+  netns: string | null;
   /** agent_server_network_dir: where interface files go. */
   networkDir: string;
   /** base_path: holds plugged_interfaces and the SR-IOV VIP firewall file. */
@@ -24,10 +26,32 @@ export interface NetworkSettings {
 
 export function networkSettings(config: AgentConfig): NetworkSettings {
   return {
-    netns: config.amphoraAgent.networkNamespace || 'amphora-haproxy',
+    netns: config.amphoraAgent.networkNamespace,
     networkDir: config.amphoraAgent.agentServerNetworkDir,
     basePath: config.haproxyAmphora.basePath,
   };
+}
+
+/** Plugging or configuring an interface with network_namespace = '' (the agent's own). */
+export class NoNamespaceError extends AgentError {
+  readonly kind = 'conflict';
+
+  constructor() {
+    super("[amphora_agent] network_namespace is '' (the agent's own namespace): plugging and configuring amphora "
+      + 'interfaces there would replace the agent\'s own routes, policy rules and firewall, so it is refused; '
+      + 'set network_namespace (Octavia: amphora-haproxy)');
+  }
+}
+
+/**
+ * The namespace amphora interfaces are plugged into and configured in. With
+ * '' there is none: the VIP's default route, its policy rules, masquerading
+ * and the SR-IOV firewall (input policy drop) would land in the agent's own
+ * namespace and cut off its management network, so these operations refuse.
+ */
+export function amphoraNamespace(settings: { netns: string | null }): string {
+  if (settings.netns === null) throw new NoNamespaceError();
+  return settings.netns;
 }
 
 interface Link {
@@ -102,7 +126,8 @@ export interface InterfaceOutcome {
  * reported and the others still come up, as amphora-netns.service expects.
  */
 export async function bringInterfaces(settings: NetworkSettings, direction: 'up' | 'down', which: string): Promise<InterfaceOutcome[]> {
-  await ensureNetns(settings.netns);
+  const netns = amphoraNamespace(settings);
+  await ensureNetns(netns);
   const entries = (await readInterfaceFiles(settings)).filter((f) => which === 'all' || f.name === which);
   if (entries.length === 0) throw new Error(`no interface file for ${which} in ${settings.networkDir}`);
   const main = direction === 'up' ? await links(null) : [];
@@ -115,10 +140,10 @@ export async function bringInterfaces(settings: NetworkSettings, direction: 'up'
       const mac = plugged.find((p) => p.ifname === name)?.mac;
       const stray = mac ? main.find((l) => l.address === mac) : undefined;
       if (stray) {
-        await moveLink(settings.netns, stray.ifname, name);
+        await moveLink(netns, stray.ifname, name);
         moved = true;
       }
-      await (direction === 'up' ? interfaceUp : interfaceDown)(settings, file);
+      await (direction === 'up' ? interfaceUp : interfaceDown)({ netns, basePath: settings.basePath }, file);
       out.push({ name, moved, error: null });
     } catch (err) {
       out.push({ name, moved, error: (err as Error).message });
@@ -127,9 +152,9 @@ export async function bringInterfaces(settings: NetworkSettings, direction: 'up'
   return out;
 }
 
-/** The interface of the amphora namespace that holds this address, or null. */
-export async function interfaceWithAddress(netns: string, address: string): Promise<string | null> {
-  const res = await run(['ip', '-n', netns, '-j', 'addr', 'show']);
+/** The interface of the amphora namespace (null: the agent's own) that holds this address, or null. */
+export async function interfaceWithAddress(netns: string | null, address: string): Promise<string | null> {
+  const res = await run(['ip', ...(netns ? ['-n', netns] : []), '-j', 'addr', 'show']);
   if (res.exitCode !== 0) return null;
   for (const link of JSON.parse(res.stdout) as { ifname: string; addr_info: { local: string }[] }[]) {
     if (link.addr_info.some((a) => sameIp(a.local, address))) return link.ifname;

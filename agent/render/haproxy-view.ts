@@ -3,6 +3,7 @@
 // made here; the templates own the haproxy syntax. Pure.
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
+import { certificateDir } from '../config/layout.js';
 import { admit } from '../haproxy/admission.js';
 import { peerName } from '../haproxy/layout.js';
 import {
@@ -198,7 +199,7 @@ export class ViewBuilder {
   }
 
   certPath(file: string): string {
-    return join(this.settings.baseCertDir, this.spec.id, file);
+    return join(certificateDir(this.settings.baseCertDir, this.spec.id), file);
   }
 
   crtListPath(listenerId: string): string {

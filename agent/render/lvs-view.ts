@@ -39,7 +39,7 @@ export interface LvsView {
   /** Virtual servers are written only when this is set (LB and listener enabled, a default pool). */
   active: boolean;
   listenerEnabled: boolean;
-  namespace: string;
+  namespace: string | null;
   port: number;
   protocol: string;
   algorithm: string;

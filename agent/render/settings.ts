@@ -18,8 +18,8 @@ export interface RenderSettings {
   timeoutTcpInspect: number;
   defaultConnectionLimit: number;
   stickSize: string;
-  /** The network namespace keepalived's LVS configs name. */
-  networkNamespace: string;
+  /** The network namespace keepalived's LVS configs name (null: none, keepalived runs in the agent's). */
+  networkNamespace: string | null;
 }
 
 export const DEFAULT_RENDER_SETTINGS: RenderSettings = {

@@ -16,12 +16,12 @@ export async function ensureNetns(name: string): Promise<void> {
 
 /**
  * Run a command in a private mount namespace whose /run/netns holds just an
- * empty network namespace named `name`: the command sees the namespace an
+ * empty network namespace named `name` (none when null): the command sees the namespace an
  * amphora has, whatever exists on this machine, and nothing it does there
  * reaches this machine's namespaces. (keepalived -t enters the namespace its
  * config names and checks more once it can; without one it checks less.)
  */
-export function runWithScratchNetns(name: string, argv: string[]) {
-  const script = 'ns=$1; shift; mkdir -p /run/netns && mount -t tmpfs -o mode=0755 scratch-netns /run/netns && ip netns add "$ns" && exec "$@"';
-  return run(['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh', name, ...argv]);
+export function runWithScratchNetns(name: string | null, argv: string[]) {
+  const script = 'ns=$1; shift; mkdir -p /run/netns && mount -t tmpfs -o mode=0755 scratch-netns /run/netns && { [ -z "$ns" ] || ip netns add "$ns"; } && exec "$@"';
+  return run(['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh', name ?? '', ...argv]);
 }

@@ -5,6 +5,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
+import { masterCommand, parseShowProc, workerCommand } from '../../agent/haproxy/master-cli.js';
+import { parseServerState } from '../../agent/haproxy/server-state.js';
 import { issue, makeCa, type Ca, type Issued } from './certs.js';
 import type { HaproxyUnderTest } from './haproxies.js';
 import { waitFor } from './load.js';
@@ -83,5 +86,23 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
         await new Promise((r) => child.once('exit', r));
       }
     },
+  };
+}
+
+/**
+ * A load balancer's haproxy as an agent under test runs it: its files as
+ * the agent lays them out (agent/haproxy/layout.ts), and through the master
+ * socket its process table and its servers.
+ */
+export function agentHaproxy(agent: Pick<AgentUnderTest, 'basePath'>, lbId: string) {
+  const files = loadBalancerFiles(agent.basePath, lbId);
+  const socket = files.masterSocket;
+  const servers = async (backend?: string) => parseServerState(await workerCommand(socket, backend ? `show servers state ${backend}` : 'show servers state')).entries;
+  return {
+    files,
+    socket,
+    processes: async () => parseShowProc(await masterCommand(socket, 'show proc'))!,
+    servers,
+    server: async (name: string) => (await servers()).find((e) => e.server === name),
   };
 }

@@ -11,8 +11,12 @@ import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { makeCa, issue } from '../helpers/certs.js';
+
+const PORTS = testPorts('api-v2-certificates');
+const [MEMBER, AGENT] = [PORTS.range(HAPROXIES.length), PORTS.range(HAPROXIES.length)];
 
 const LB = 'lb-tls';
 const PORT = 8443;
@@ -47,8 +51,8 @@ HAPROXIES.forEach((h, hi) => {
   t.before(loud(async () => {
     net = createTestNetwork();
     dir = await testDir('v2-tls');
-    member = await new TestBackend('m', net.hostIp, 18700 + hi).start();
-    agent = await startAgent(h, dir, net.netns, 19863 + hi);
+    member = await new TestBackend('m', net.hostIp, MEMBER(hi)).start();
+    agent = await startAgent(h, dir, net.netns, AGENT(hi));
   }));
 
   t.after(async () => {

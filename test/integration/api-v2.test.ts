@@ -12,11 +12,15 @@ import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { CHECK_PATH, TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
-import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
-import { masterCommand, parseShowProc, workerCommand, currentWorker } from '../../agent/haproxy/master-cli.js';
-import { parseServerState } from '../../agent/haproxy/server-state.js';
+import { currentWorker } from '../../agent/haproxy/master-cli.js';
 import { openApiDocument } from '../../agent/api/v2/openapi.js';
+
+const PORTS = testPorts('api-v2');
+const AGENT = PORTS.range(HAPROXIES.length);
+const BACKENDS = HAPROXIES.map(() => PORTS.range(12));
 
 const LB = 'lb-v2';
 const PORT = 8080;
@@ -48,11 +52,10 @@ HAPROXIES.forEach((h, hi) => {
   let dir: string;
   let agent: AgentUnderTest;
   const backends: TestBackend[] = [];
-  const basePort = 18500 + hi * 50;
+  const backendPort = BACKENDS[hi]!;
 
-  const masterSocket = () => join(agent.basePath, LB, 'master.sock');
-  const processTable = async () => parseShowProc(await masterCommand(masterSocket(), 'show proc'))!;
-  const servers = async () => parseServerState(await workerCommand(masterSocket(), 'show servers state p-web:l-http')).entries;
+  const processTable = () => agentHaproxy(agent, LB).processes();
+  const servers = () => agentHaproxy(agent, LB).servers('p-web:l-http');
   const put = (body: unknown, headers: Record<string, string> = {}, query = '') =>
     apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}${query}`, { body, headers });
   const backend = (i: number) => backends[i]!;
@@ -60,8 +63,8 @@ HAPROXIES.forEach((h, hi) => {
   t.before(loud(async () => {
     net = createTestNetwork();
     dir = await testDir('v2');
-    for (let i = 0; i < 12; i++) backends.push(await new TestBackend(`b${i}`, net.hostIp, basePort + i).start());
-    agent = await startAgent(h, dir, net.netns, 19843 + hi);
+    for (let i = 0; i < 12; i++) backends.push(await new TestBackend(`b${i}`, net.hostIp, backendPort(i)).start());
+    agent = await startAgent(h, dir, net.netns, AGENT(hi));
   }));
 
   t.after(async () => {
@@ -69,7 +72,7 @@ HAPROXIES.forEach((h, hi) => {
     // haproxy outlives the agent (direct supervision); the last test deletes
     // the load balancer, but a failed run may leave it running.
     try {
-      process.kill(Number(readFileSync(join(agent.basePath, LB, `${LB}.pid`), 'utf8')), 'SIGTERM');
+      process.kill(Number(readFileSync(agentHaproxy(agent, LB).files.pidFile, 'utf8')), 'SIGTERM');
     } catch { /* already gone */ }
     await Promise.all(backends.map((b) => b.stop()));
     net?.destroy();
@@ -224,11 +227,11 @@ HAPROXIES.forEach((h, hi) => {
     const weights = new Set((final.json.spec.listeners[0].default_pool.members as { weight: number }[]).map((m) => m.weight));
     assert.is(weights.size, 1, 'the stored spec is one writer\'s');
     const w = [...weights][0]!;
-    const cfg = readFileSync(join(agent.basePath, LB, 'haproxy.cfg'), 'utf8');
+    const cfg = readFileSync(agentHaproxy(agent, LB).files.config, 'utf8');
     assert.is(cfg, final.json.config);
     assert.is([...cfg.matchAll(/ weight (\d+)/g)].filter((m) => Number(m[1]) !== w).length, 0, 'the config on disk is the same writer\'s');
-    const running = await workerCommand(masterSocket(), 'show servers state p-web:l-http');
-    assert.ok(parseServerState(running).entries.every((e) => e.raw.split(/\s+/)[7] === String(w)), `haproxy runs weight ${w}`);
+    const running = await servers();
+    assert.ok(running.every((e) => e.raw.split(/\s+/)[7] === String(w)), `haproxy runs weight ${w}`);
   });
 
   t('after runtime changes, an agent restart and a reload, haproxy runs exactly the last spec\'s members', async () => {
@@ -236,7 +239,7 @@ HAPROXIES.forEach((h, hi) => {
     const res = await put(spec(net.nsIp, last));
     assert.is(res.json.result, 'runtime', res.text);
     await agent.stop();
-    agent = await startAgent(h, dir, net.netns, 19843 + hi);
+    agent = await startAgent(h, dir, net.netns, AGENT(hi));
     const before = await processTable();
     const reload = await put(spec(net.nsIp, last, { timeout_client_data: 40000 }));
     assert.is(reload.json.result, 'reloaded', reload.text);
@@ -255,7 +258,7 @@ HAPROXIES.forEach((h, hi) => {
     const res = await put(spec(net.nsIp, [...last, { id: 'late', backend: late }], keep));
     assert.is(res.json.result, 'runtime', res.text);
     await agent.stop();
-    agent = await startAgent(h, dir, net.netns, 19843 + hi);
+    agent = await startAgent(h, dir, net.netns, AGENT(hi));
     await sleep(2500); // more than rise x inter: a member that slipped through would be UP by now
     assert.not.equal((await servers()).find((s) => s.server === 'late')?.opState, 2, 'UP while not ready');
     // Held down, not disabled: the status (and the heartbeat) say ERROR, not OFFLINE.

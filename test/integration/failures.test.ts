@@ -13,11 +13,15 @@ import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
+import { testPorts } from '../helpers/ports.js';
 import { workerCommand } from '../../agent/haproxy/master-cli.js';
 import { HaproxyFailedError, InvalidConfigError } from '../../agent/haproxy/errors.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
 import { restartDead } from '../../agent/haproxy/watchdog.js';
 import { rootLogger } from '../../agent/log.js';
+
+const PORTS = testPorts('failures');
+const [M1, M2] = [PORTS.one(), PORTS.one()];
 
 const APPLY_LOOP = fileURLToPath(new URL('../helpers/apply-loop.js', import.meta.url));
 
@@ -65,8 +69,8 @@ HAPROXIES.forEach((h, hIndex) => {
     bind = `${net.nsIp}:8080`;
     engine = testEngine(h, dir, net.netns);
     members = await Promise.all([
-      new TestBackend('m1', net.hostIp, 18101).start(),
-      new TestBackend('m2', net.hostIp, 18102).start(),
+      new TestBackend('m1', net.hostIp, M1).start(),
+      new TestBackend('m2', net.hostIp, M2).start(),
     ]);
     await applyConfig(engine, lbId, 'amp', config(1));
     await waitFor('members UP', async () => (await serverStates(engine, lbId)).every((s) => s.opState === 2));

@@ -11,6 +11,12 @@ import { TestBackend, type BackendMode } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { serverCounters, serverStates, applyConfig, testEngine } from '../helpers/engine.js';
+import { testPorts } from '../helpers/ports.js';
+
+const PORTS = testPorts('new-member-protection');
+const [M1, M2] = [PORTS.one(), PORTS.one()];
+/** The added member's port and its listener's, per variant: with protection, then without. */
+const [ADDED_ON, LISTENER_ON, ADDED_OFF, LISTENER_OFF] = [PORTS.range(8), PORTS.range(8), PORTS.range(8), PORTS.range(8)];
 
 const MONITOR = { interS: 1, rise: 2, fall: 2 };
 const NOT_READY_MS = 3000;
@@ -29,12 +35,12 @@ interface Outcome {
 
 async function addMemberUnderLoad(
   h: (typeof HAPROXIES)[number], net: TestNetwork, dir: string, existing: TestBackend[],
-  mode: BackendMode, port: number, protect: boolean,
+  mode: BackendMode, ports: { member: number; listener: number }, protect: boolean,
 ): Promise<Outcome> {
   const lbId = `lb-${mode}-${protect ? 'on' : 'off'}`;
   const engine = testEngine(h, dir, net.netns, protect);
-  const added = await new TestBackend('new', net.hostIp, port, mode).start();
-  const bind = `${net.nsIp}:${port + 1000}`;
+  const added = await new TestBackend('new', net.hostIp, ports.member, mode).start();
+  const bind = `${net.nsIp}:${ports.listener}`;
   const config = (members: TestBackend[]) => octaviaStyleConfig({
     lbId, baseDir: dir, bind, monitor: MONITOR,
     members: members.map((m) => ({ id: m.name, address: m.address })),
@@ -88,8 +94,8 @@ for (const h of HAPROXIES) {
     net = createTestNetwork();
     dir = await testDir('protect');
     existing = await Promise.all([
-      new TestBackend('m1', net.hostIp, 19001).start(),
-      new TestBackend('m2', net.hostIp, 19002).start(),
+      new TestBackend('m1', net.hostIp, M1).start(),
+      new TestBackend('m2', net.hostIp, M2).start(),
     ]);
   }));
 
@@ -100,7 +106,7 @@ for (const h of HAPROXIES) {
 
   VARIANTS.forEach((mode, i) => {
     t(`protection on, new member ${mode}: 0 requests until ready, then traffic; 0 failures`, async () => {
-      const o = await addMemberUnderLoad(h, net, dir, existing, mode, 19100 + i, true);
+      const o = await addMemberUnderLoad(h, net, dir, existing, mode, { member: ADDED_ON(i), listener: LISTENER_ON(i) }, true);
       assert.is(o.requestsWhileNotReady, 0, 'requests reached the member before it was ready');
       assert.is(o.sessionsWhileNotReady, 0, 'haproxy sent sessions to the member before it was ready');
       assert.not.ok(o.upWhileNotReady, 'haproxy marked the unready member UP');
@@ -114,7 +120,7 @@ for (const h of HAPROXIES) {
 
   VARIANTS.forEach((mode, i) => {
     t(`protection off, new member ${mode}: the failure shows (the test can fail)`, async () => {
-      const o = await addMemberUnderLoad(h, net, dir, existing, mode, 19200 + i, false);
+      const o = await addMemberUnderLoad(h, net, dir, existing, mode, { member: ADDED_OFF(i), listener: LISTENER_OFF(i) }, false);
       assert.ok(o.upWhileNotReady, 'without protection haproxy starts the new member UP');
       assert.ok(o.sessionsWhileNotReady > 0, 'without protection haproxy sends sessions to the unready member');
       // With a refused connection haproxy retries and redispatches (Octavia's

@@ -9,8 +9,12 @@ import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
+import { testPorts } from '../helpers/ports.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
 import { readFile } from 'node:fs/promises';
+
+const PORTS = testPorts('reload-under-load');
+const [M1, M2] = [PORTS.one(), PORTS.one()];
 
 const LB = 'lb-reload';
 const AMP = 'amphora-1';
@@ -28,8 +32,8 @@ for (const h of HAPROXIES) {
     dir = await testDir('reload');
     engine = testEngine(h, dir, net.netns);
     members = await Promise.all([
-      new TestBackend('m1', net.hostIp, 18001).start(),
-      new TestBackend('m2', net.hostIp, 18002).start(),
+      new TestBackend('m1', net.hostIp, M1).start(),
+      new TestBackend('m2', net.hostIp, M2).start(),
     ]);
     config = (generation) => octaviaStyleConfig({
       lbId: LB, baseDir: dir, bind: `${net.nsIp}:8080`, generation,

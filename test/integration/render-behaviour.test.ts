@@ -15,14 +15,17 @@ import { CHECK_PATH, TestBackend } from '../helpers/backend.js';
 import { waitFor } from '../helpers/load.js';
 import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 import { writeFixtureCerts } from '../helpers/fixture-certs.js';
+import { testPorts } from '../helpers/ports.js';
 import { haproxyCapabilities } from '../../agent/haproxy/capabilities.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
 
-const HTTP_PORT = 18480;
-const TLS_PORT = 18443;
+const PORTS = testPorts('render-behaviour');
+const [HTTP_PORT, TLS_PORT] = [PORTS.one(), PORTS.one()];
+const BACKENDS = HAPROXIES.map(() => PORTS.range(4));
+
 const LB = 'lb-behaviour';
 const REDIRECT = 'https://new.example/landing?x=1&y=a#top';
 
@@ -99,9 +102,9 @@ HAPROXIES.forEach((h, hi) => {
   t.before(loud(async () => {
     net = createTestNetwork();
     dir = await testDir('behaviour');
-    const base = 18400 + hi * 10;
-    web = await Promise.all([1, 2].map((n) => new TestBackend(`web${n}`, net.hostIp, base + n).start()));
-    api = await new TestBackend('api', net.hostIp, base + 3).start();
+    const base = BACKENDS[hi]!;
+    web = await Promise.all([1, 2].map((n) => new TestBackend(`web${n}`, net.hostIp, base(n)).start()));
+    api = await new TestBackend('api', net.hostIp, base(3)).start();
     const certDir = join(dir, 'certs', LB);
     mkdirSync(certDir, { recursive: true });
     writeFixtureCerts(certDir);

@@ -11,9 +11,14 @@ import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { waitFor } from '../helpers/load.js';
+import { testPorts } from '../helpers/ports.js';
 import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
+
+const PORTS = testPorts('server-state-newline');
+const LISTENER_PORT = PORTS.one();
+const [M1, M2] = [PORTS.range(HAPROXIES.length), PORTS.range(HAPROXIES.length)];
 
 HAPROXIES.filter((h) => ['haproxy-3.0', 'haproxy-3.4'].includes(h.label)).forEach((h, i) => {
   const t = suite(`server-state file through a reload (${h.label})`);
@@ -23,15 +28,15 @@ HAPROXIES.filter((h) => ['haproxy-3.0', 'haproxy-3.4'].includes(h.label)).forEac
   let up: TestBackend;
   let dir: string;
   const config = (generation: number) => octaviaStyleConfig({
-    lbId, baseDir: dir, bind: `${net.nsIp}:20350`, generation,
+    lbId, baseDir: dir, bind: `${net.nsIp}:${LISTENER_PORT}`, generation,
     // m2 has no server behind it: it goes DOWN, and it is the file's last line.
-    members: [{ id: 'm1', address: `${net.hostIp}:${20341 + 2 * i}` }, { id: 'm2', address: `${net.hostIp}:${20342 + 2 * i}` }],
+    members: [{ id: 'm1', address: `${net.hostIp}:${M1(i)}` }, { id: 'm2', address: `${net.hostIp}:${M2(i)}` }],
   });
 
   t.before(loud(async () => {
     net = createTestNetwork();
     dir = await testDir('sec3-state-nl');
-    up = await new TestBackend('m1', net.hostIp, 20341 + 2 * i).start();
+    up = await new TestBackend('m1', net.hostIp, M1(i)).start();
     engine = testEngine(h, dir, net.netns);
   }));
 

@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import { SystemdSupervisor } from '../../agent/haproxy/systemd.js';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
 import { testDir } from '../helpers/haproxies.js';
+import { testPorts } from '../helpers/ports.js';
+
+const LISTENER_PORT = testPorts('systemd-reload').one();
 
 const LB = 'lb-inactive';
 
@@ -19,7 +22,7 @@ test('reload of an inactive unit ("is not active, cannot reload") starts it and 
   const files = loadBalancerFiles(dir, LB);
   mkdirSync(files.dir, { recursive: true });
   writeFileSync(files.live, ['global', `    stats socket ${join(files.dir, 's.sock')} mode 0600 level admin`, 'defaults', '    mode http',
-    '    timeout connect 1s', '    timeout client 1s', '    timeout server 1s', 'frontend f', '    bind 127.0.0.1:20330', ''].join('\n'));
+    '    timeout connect 1s', '    timeout client 1s', '    timeout server 1s', 'frontend f', `    bind 127.0.0.1:${LISTENER_PORT}`, ''].join('\n'));
   // What the unit's ExecStart runs, as a daemon (systemd would keep it in the foreground).
   writeFileSync(join(dir, 'start.sh'), `exec /usr/sbin/haproxy -W -D -f ${files.live} -p ${files.pidFile} -S ${files.masterSocket},mode,600\n`);
   writeFileSync(join(bin, 'systemctl'), [

@@ -10,17 +10,22 @@ import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, OCTAVIAS, octaviaPython, testDir, type OctaviaUnderTest } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { waitFor } from '../helpers/load.js';
-import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';
+
+const PORTS = testPorts('health-manager');
+const [AGENT, HEALTH_MANAGER] = [PORTS.range(OCTAVIAS.length), PORTS.range(OCTAVIAS.length)];
+const MEMBERS = OCTAVIAS.map(() => PORTS.range(5));
+const [POOL1_PORT, POOL2_PORT] = [PORTS.one(), PORTS.one()];
 
 const SCRIPT = fileURLToPath(new URL('../../../test/interop/health_manager.py', import.meta.url));
 const KEY = 'health-manager-test-key';
@@ -149,7 +154,7 @@ OCTAVIAS.forEach((octavia, i) => {
       octaviaSettings({ ...DEFAULT_RENDER_SETTINGS, basePath: agent.basePath, baseCertDir: agent.certDir }));
     await peer.call('upload_config', LB, rendered.haproxy);
     await peer.call('reload_listener', LB).catch((err: Error) => {
-      throw new Error(`${err.message}\nlaunch log:\n${readFileSync(join(agent.basePath, LB, 'haproxy.launch.log'), 'utf8')}`);
+      throw new Error(`${err.message}\nlaunch log:\n${readFileSync(agentHaproxy(agent, LB).files.launchLog, 'utf8')}`);
     });
   };
   const statusesSatisfy = (what: string, ok: (s: Statuses) => boolean, ms = 10_000) =>
@@ -162,16 +167,16 @@ OCTAVIAS.forEach((octavia, i) => {
     net = createTestNetwork();
     const dir = await testDir('health-manager');
     backends = await Promise.all([
-      ...[0, 1, 2].map((k) => new TestBackend(`ready-${k}`, net.hostIp, 20120 + 5 * i + k).start()),
-      new TestBackend('flaky', net.hostIp, 20123 + 5 * i).start(),
-      new TestBackend('unready', net.hostIp, 20124 + 5 * i, 'not-ready').start(),
+      ...[0, 1, 2].map((k) => new TestBackend(`ready-${k}`, net.hostIp, MEMBERS[i]!(k)).start()),
+      new TestBackend('flaky', net.hostIp, MEMBERS[i]!(3)).start(),
+      new TestBackend('unready', net.hostIp, MEMBERS[i]!(4), 'not-ready').start(),
     ]);
     ready = backends.slice(0, 3);
     [flaky, unready] = backends.slice(3) as [TestBackend, TestBackend];
-    hm = new HealthManager(20110 + i, octavia);
+    hm = new HealthManager(HEALTH_MANAGER(i), octavia);
     renderer = await OctaviaRenderer.start(octavia);
     await hm.waitReady();
-    agent = await startAgent(haproxy, dir, net.netns, 20100 + i, [
+    agent = await startAgent(haproxy, dir, net.netns, AGENT(i), [
       `controller_ip_port_list = 127.0.0.1:${hm.port}`, 'heartbeat_interval = 1', `heartbeat_key = ${KEY}`,
     ]);
     // The whole controller side is one release: templater, amphora client, health manager.
@@ -179,11 +184,11 @@ OCTAVIAS.forEach((octavia, i) => {
     const info = await peer.call('get_info') as { haproxy_version: string };
     haproxyVersion = info.haproxy_version.split('.').slice(0, 2).join('.');
     const at = (b: TestBackend) => ({ address: b.host, port: b.port });
-    p1 = { id: P1, listener: L1, port: 20140, delay: 1, members: [
+    p1 = { id: P1, listener: L1, port: POOL1_PORT, delay: 1, members: [
       { id: M.up, ...at(ready[0]!) }, { id: M.fail, ...at(flaky) },
       { id: M.admin, ...at(ready[1]!), enabled: false }, { id: M.drain, ...at(ready[2]!), weight: 0 },
     ] };
-    p2 = { id: P2, listener: L2, port: 20141, delay: 1, members: ready.map((b, k) => ({ id: member(11 + k), ...at(b) })) };
+    p2 = { id: P2, listener: L2, port: POOL2_PORT, delay: 1, members: ready.map((b, k) => ({ id: member(11 + k), ...at(b) })) };
     await apply();
   }));
 

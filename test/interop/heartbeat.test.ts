@@ -7,16 +7,20 @@ import { loud } from '../helpers/hooks.js';
 import dgram from 'node:dgram';
 import { kill } from 'node:process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { INTEROP_PAIRS, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
-import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { HeartbeatReceiver } from '../helpers/heartbeat-receiver.js';
 import { masterCommand, workerCommand } from '../../agent/haproxy/master-cli.js';
 import { encodeHeartbeat } from '../../agent/health/envelope.js';
+
+const PORTS = testPorts('heartbeat');
+const AGENT = PORTS.range(INTEROP_PAIRS.length);
+const [M1, M2] = [PORTS.one(), PORTS.one()];
 
 const LB = '5e5e5e5e-0000-4000-8000-0000000000aa';
 const LISTENER = '5e5e5e5e-0000-4000-8000-0000000000bb';
@@ -32,19 +36,19 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
   let peer: OctaviaPeer;
   let receiver: HeartbeatReceiver;
   let members: TestBackend[];
-  const masterSocket = () => join(agent.basePath, LB, 'master.sock');
+  const masterSocket = () => agentHaproxy(agent, LB).socket;
   const memberStatus = (name: string) => (m: NonNullable<ReturnType<HeartbeatReceiver['accepted']>[number]>) => m.pools[POOL_KEY]?.members[name] ?? '';
 
   t.before(loud(async () => {
     net = createTestNetwork();
     const dir = await testDir('heartbeat');
     members = await Promise.all([
-      new TestBackend('m1', net.hostIp, 18301).start(),
-      new TestBackend('m2', net.hostIp, 18302).start(),
+      new TestBackend('m1', net.hostIp, M1).start(),
+      new TestBackend('m2', net.hostIp, M2).start(),
     ]);
     receiver = new HeartbeatReceiver(25700 + i, KEY, release);
     await receiver.waitReady();
-    agent = await startAgent(h, dir, net.netns, 19743 + i, [
+    agent = await startAgent(h, dir, net.netns, AGENT(i), [
       `controller_ip_port_list = 127.0.0.1:${receiver.port}`, `heartbeat_interval = ${INTERVAL_MS / 1000}`, `heartbeat_key = ${KEY}`,
     ]);
     peer = new OctaviaPeer();
@@ -65,7 +69,7 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
     });
     await peer.call('upload_config', LB, config.result);
     await peer.call('reload_listener', LB).catch((err: Error) => {
-      throw new Error(`${err.message}\nlaunch log:\n${readFileSync(join(agent.basePath, LB, "haproxy.launch.log"), "utf8")}`);
+      throw new Error(`${err.message}\nlaunch log:\n${readFileSync(agentHaproxy(agent, LB).files.launchLog, 'utf8')}`);
     });
   }));
 
@@ -130,7 +134,7 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
   });
 
   t('the loop survives a haproxy crash (the agent restarts haproxy) and an unreachable manager; PUT /1.0/config changes the destinations', async () => {
-    const master = Number(readFileSync(join(agent.basePath, LB, `${LB}.pid`), 'utf8'));
+    const master = Number(readFileSync(agentHaproxy(agent, LB).files.pidFile, 'utf8'));
     const workers = (await masterCommand(masterSocket(), 'show proc')).match(/^\d+/gm)!.map(Number);
     for (const pid of workers) kill(pid, 'SIGKILL');
     kill(master, 'SIGKILL');
@@ -138,7 +142,7 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
     // The agent's watchdog starts haproxy again (systemd's Restart=always in an image),
     // and heartbeats go on meanwhile.
     await waitFor('haproxy restarted by the agent', () => {
-      const pid = Number(readFileSync(join(agent.basePath, LB, `${LB}.pid`), 'utf8'));
+      const pid = Number(readFileSync(agentHaproxy(agent, LB).files.pidFile, 'utf8'));
       return pid !== master;
     }, 10_000, 100);
     await waitFor('the listener in a heartbeat after the restart', () => receiver.accepted(Date.now() - 500).some((m) => m.listeners[LISTENER]?.status === 'OPEN'), 10_000);

@@ -14,12 +14,14 @@ import { HAPROXIES, OCTAVIAS, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { waitFor } from '../helpers/load.js';
-import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { haproxyCapabilities } from '../../agent/haproxy/capabilities.js';
-import { workerCommand } from '../../agent/haproxy/master-cli.js';
-import { parseServerState } from '../../agent/haproxy/server-state.js';
+
+const PORTS = testPorts('legacy-httpchk');
+const [AGENT, M1, M2] = [PORTS.range(HAPROXIES.length), PORTS.range(HAPROXIES.length), PORTS.range(HAPROXIES.length)];
 
 const RUN_ON = ['haproxy-2.6', 'haproxy-3.0', 'haproxy-3.2'];
 const RELEASES = OCTAVIAS.filter((o) => ['octavia-11', 'octavia-16'].includes(o.label));
@@ -42,10 +44,10 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
     net = createTestNetwork();
     const dir = await testDir('httpchk');
     members = await Promise.all([
-      new TestBackend('m1', net.hostIp, 20210 + 2 * i).start(),
-      new TestBackend('m2', net.hostIp, 20211 + 2 * i).start(),
+      new TestBackend('m1', net.hostIp, M1(i)).start(),
+      new TestBackend('m2', net.hostIp, M2(i)).start(),
     ]);
-    agent = await startAgent(h, dir, net.netns, 20200 + i);
+    agent = await startAgent(h, dir, net.netns, AGENT(i));
     const caps = await haproxyCapabilities(h.command, join(dir, 'probe'));
     refusesLegacy = !caps.legacyHttpchkAccepted;
     haproxyVersion = `${caps.major}.${caps.minor}`;
@@ -83,7 +85,7 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
           const stored = await apiRequest(agent, 'GET', `/1.0/loadbalancer/${lb}/haproxy`);
           assert.is(stored.status, 200);
           assert.match(stored.text, LEGACY, 'GET returns the config as uploaded');
-          const live = () => readFileSync(join(agent.basePath, lb, 'haproxy.live.cfg'), 'utf8');
+          const live = () => readFileSync(agentHaproxy(agent, lb).files.live, 'utf8');
           await peer.call('reload_listener', lb);
           assert.is(LEGACY.test(live()), !refusesLegacy, 'translated only where haproxy refuses the legacy form');
 
@@ -95,9 +97,7 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
           const res = await fetch(`http://${net.nsIp}:8080/`);
           assert.is(res.status, 200);
 
-          const socket = join(agent.basePath, lb, 'master.sock');
-          const opState = async (name: string) => parseServerState(await workerCommand(socket, 'show servers state'))
-            .entries.find((e) => e.server === name)?.opState;
+          const opState = async (name: string) => (await agentHaproxy(agent, lb).server(name))?.opState;
           await members[1]!.setMode('not-ready');
           await waitFor('m2 DOWN after failing checks', async () => (await opState('m2')) === 0, 8000);
           assert.is(await opState('m1'), 2, 'm1 stays UP');

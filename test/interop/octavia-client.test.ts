@@ -12,12 +12,16 @@ import { INTEROP_PAIRS, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
-import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { issue } from '../helpers/certs.js';
-import { currentWorker, masterCommand, parseShowProc, workerCommand } from '../../agent/haproxy/master-cli.js';
-import { parseServerState } from '../../agent/haproxy/server-state.js';
+import { currentWorker } from '../../agent/haproxy/master-cli.js';
+
+const PORTS = testPorts('octavia-client');
+const AGENT = PORTS.range(INTEROP_PAIRS.length);
+const [M1, M2, M3, M4] = [PORTS.one(), PORTS.one(), PORTS.one(), PORTS.one()];
 
 const LB = '6f0cd6c0-0000-4000-8000-0000000000aa';
 const LISTENER = '6f0cd6c0-0000-4000-8000-0000000000bb';
@@ -46,10 +50,10 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
     net = createTestNetwork();
     const dir = await testDir('interop');
     members = await Promise.all([
-      new TestBackend('m1', net.hostIp, 18201).start(),
-      new TestBackend('m2', net.hostIp, 18202).start(),
+      new TestBackend('m1', net.hostIp, M1).start(),
+      new TestBackend('m2', net.hostIp, M2).start(),
     ]);
-    agent = await startAgent(h, dir, net.netns, 19443 + i);
+    agent = await startAgent(h, dir, net.netns, AGENT(i));
     peer = await OctaviaPeer.connect(release, agent);
   }));
 
@@ -104,7 +108,7 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
   });
 
   t('a member added through the controller while not ready receives 0 requests under load', async () => {
-    const added = await new TestBackend('m3', net.hostIp, 18203, 'not-ready').start();
+    const added = await new TestBackend('m3', net.hostIp, M3, 'not-ready').start();
     try {
       const load = new LoadGenerator(url(), 250).start();
       await sleep(300);
@@ -124,12 +128,10 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
   });
 
   t('member-only changes from the controller reload nothing; a removal and a changed certificate still reload', async () => {
-    const socket = join(agent.basePath, LB, 'master.sock');
-    const processes = async () => parseShowProc(await masterCommand(socket, 'show proc'))!;
-    const server = async (name: string) => parseServerState(await workerCommand(socket, 'show servers state')).entries.find((e) => e.server === name);
+    const { processes, server } = agentHaproxy(agent, LB);
     // The members the previous test left: m3 (its backend gone) is DOWN.
-    const m3 = { name: 'm3', host: net.hostIp, port: 18203 };
-    const m4 = await new TestBackend('m4', net.hostIp, 18204).start();
+    const m3 = { name: 'm3', host: net.hostIp, port: M3 };
+    const m4 = await new TestBackend('m4', net.hostIp, M4).start();
     const apply = async (list: Pick<TestBackend, 'name' | 'host' | 'port'>[], options = {}) => {
       await peer.call('upload_config', LB, await render(list, options));
       await peer.call('reload_listener', LB);
@@ -179,7 +181,7 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
     await peer.call('upload_cert_pem', LB, 'cert-2.pem', 'x');
     await peer.call('delete_listener', LB);
     assert.equal(await peer.call('get_all_listeners'), []);
-    assert.not.ok(existsSync(join(agent.basePath, LB)));
+    assert.not.ok(existsSync(agentHaproxy(agent, LB).files.dir));
     assert.not.ok(existsSync(join(agent.certDir, LB)));
     const res = await fetch(url()).then(() => 'answered', () => 'refused');
     assert.is(res, 'refused');

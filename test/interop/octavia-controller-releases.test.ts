@@ -15,11 +15,20 @@ import { fileURLToPath } from 'node:url';
 import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, OCTAVIAS, octaviaPython, testDir, type OctaviaUnderTest } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
-import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { HeartbeatReceiver } from '../helpers/heartbeat-receiver.js';
 import { issue, makeCa } from '../helpers/certs.js';
 import { waitFor } from '../helpers/load.js';
+import { testPorts } from '../helpers/ports.js';
+
+const PORTS = testPorts('octavia-controller-releases');
+const DETAILS_AGENT = PORTS.range(2);
+const LISTENER_PORT = PORTS.one();
+const TARGET_AGENT = PORTS.range(OCTAVIAS.length);
+const HEARTBEAT_AGENT = PORTS.range(OCTAVIAS.length);
+const OLD_RECEIVER = PORTS.range(OCTAVIAS.length);
+const NEW_RECEIVER = PORTS.range(OCTAVIAS.length);
 
 const LB = '7a1d0c5e-0000-4000-8000-0000000000aa';
 const LISTENER = '7a1d0c5e-0000-4000-8000-0000000000bb';
@@ -89,7 +98,7 @@ async function setupPeer(o: OctaviaUnderTest, agent: Pick<AgentUnderTest, 'ampho
     writeFileSync(join(dir, 'etc-upper', 'tuned', 'active_profile'), 'amphora\n');
     const launcher = ['unshare', '-m', 'sh', '-c',
       `mount --make-rprivate / && mount -t overlay overlay -o lowerdir=/etc,upperdir=${dir}/etc-upper,workdir=${dir}/etc-work /etc && exec "$@"`, 'sh'];
-    agent = await startAgent(HAPROXY, dir, net.netns, 20300 + i, undefined, undefined, launcher);
+    agent = await startAgent(HAPROXY, dir, net.netns, DETAILS_AGENT(i), undefined, undefined, launcher);
     const storage = join(dir, 'cert-store');
     mkdirSync(storage);
     peer = await setupPeer(release(label), agent, { certificates: { cert_manager: 'local_cert_manager', storage_path: storage } });
@@ -104,7 +113,7 @@ async function setupPeer(o: OctaviaUnderTest, agent: Pick<AgentUnderTest, 'ampho
   t('the driver GETs /1.0/details; the uploaded config pins haproxy to cpu_count - 1 threads and sizes the cache from memory in kB', async () => {
     const cert = issue(makeCa(dir, 'tenant-ca'), 'www', { dnsName: 'www.example.org', usage: 'serverAuth' });
     const a = await peer.request('update_listeners', {
-      lb_id: LB, listener_id: LISTENER, pool_id: POOL, vip: net.nsIp, port: 20320, members: [],
+      lb_id: LB, listener_id: LISTENER, pool_id: POOL, vip: net.nsIp, port: LISTENER_PORT, members: [],
       certificate: readFileSync(cert.cert, 'utf8'), private_key: readFileSync(cert.key, 'utf8'),
     });
     assert.ok(a.ok, `update_amphora_listeners: ${a.exception}: ${a.message}\n${a.trace}`);
@@ -117,7 +126,7 @@ async function setupPeer(o: OctaviaUnderTest, agent: Pick<AgentUnderTest, 'ampho
     assert.is(details.memory.total, facts.meminfo.MemTotal);
     assert.is(details.active_tuned_profiles, 'amphora');
 
-    const config = readFileSync(join(agent.basePath, LB, 'haproxy.cfg'), 'utf8');
+    const config = readFileSync(agentHaproxy(agent, LB).files.config, 'utf8');
     const global = config.slice(config.indexOf('global'), config.indexOf('defaults'));
     if (facts.cpu_count > 1) {
       assert.match(global, new RegExp(`^\\s*nbthread ${facts.cpu_count - 1}$`, 'm'));
@@ -169,7 +178,7 @@ OCTAVIAS.forEach((o, i) => {
     const amphoraId = `a1b2c3d4-0000-4000-8000-00000000002${i}`;
     const server = issue(serverCa, 'agent', { dnsName: amphoraId, usage: 'serverAuth' });
     const client = issue(clientCa, 'controller', { usage: 'clientAuth' });
-    const target = { amphoraId, port: 20305 + i, client, serverCa, basePath: join(dir, 'lib'), certDir: join(dir, 'lib', 'certs') };
+    const target = { amphoraId, port: TARGET_AGENT(i), client, serverCa, basePath: join(dir, 'lib'), certDir: join(dir, 'lib', 'certs') };
     peer = await setupPeer(o, target, {
       haproxy_amphora: { haproxy_cmd: HAPROXY.command.join(' ') },
       amphora_agent: { agent_server_ca: clientCa.cert, agent_server_cert: server.pem, agent_server_network_dir: join(dir, 'interfaces') },
@@ -210,11 +219,11 @@ OCTAVIAS.forEach((o, i) => {
   t.before(loud(async () => {
     net = createTestNetwork();
     const dir = await testDir('sec3-hbconf');
-    oldReceiver = new HeartbeatReceiver(20310 + 2 * i, 'old-key', o);
-    newReceiver = new HeartbeatReceiver(20311 + 2 * i, 'new-key', o);
+    oldReceiver = new HeartbeatReceiver(OLD_RECEIVER(i), 'old-key', o);
+    newReceiver = new HeartbeatReceiver(NEW_RECEIVER(i), 'new-key', o);
     await Promise.all([oldReceiver.waitReady(), newReceiver.waitReady()]);
     // A long old interval: a change that only applies after it would show.
-    agent = await startAgent(HAPROXY, dir, net.netns, 20302 + i,
+    agent = await startAgent(HAPROXY, dir, net.netns, HEARTBEAT_AGENT(i),
       [`controller_ip_port_list = 127.0.0.1:${oldReceiver.port}`, 'heartbeat_key = old-key', 'heartbeat_interval = 60']);
     peer = await setupPeer(o, agent, {
       haproxy_amphora: { haproxy_cmd: HAPROXY.command.join(' ') },

@@ -21,9 +21,12 @@ import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, OCTAVIAS, octaviaPython, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { waitFor } from '../helpers/load.js';
 import { applyNamespaceSysctls, IPVS_SYSCTLS } from '../../agent/net/ipvs-sysctls.js';
+
+const PORTS = testPorts('octavia-network-releases');
 
 const script = (name: string) => fileURLToPath(new URL(`../../../test/interop/${name}`, import.meta.url));
 const ARP_CAPTURE = script('arp_capture.py');
@@ -120,8 +123,8 @@ const interfaceFile = (dir: string, name: string) => JSON.parse(readFileSync(joi
 test.before(loud(async () => {
   tenant = createTestNetwork();
   // Octavia 19's controller builds plug bodies with is_sriov; 11's sends none.
-  single = await amphora('net-single', 20410, []);
-  standby = await amphora('net-standby', 20411, ['[controller_worker]', 'loadbalancer_topology = ACTIVE_STANDBY']);
+  single = await amphora('net-single', PORTS.one(), []);
+  standby = await amphora('net-standby', PORTS.one(), ['[controller_worker]', 'loadbalancer_topology = ACTIVE_STANDBY']);
 }));
 
 test.after(async () => {

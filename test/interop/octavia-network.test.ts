@@ -11,10 +11,13 @@ import { join } from 'node:path';
 import { HAPROXIES, OCTAVIAS, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { fileURLToPath } from 'node:url';
+
+const AGENT = testPorts('octavia-network').range(OCTAVIAS.length);
 
 const MAIN = fileURLToPath(new URL('../../agent/main.js', import.meta.url));
 
@@ -60,7 +63,7 @@ OCTAVIAS.forEach((release, ri) => {
     amp = createTestNetwork();
     tenant = createTestNetwork();
     dir = await testDir('network');
-    agent = await startAgent(HAPROXIES[0]!, dir, amp.netns, 19643 + ri);
+    agent = await startAgent(HAPROXIES[0]!, dir, amp.netns, AGENT(ri));
     peer = await OctaviaPeer.connect(release, agent);
     hotplug('aatvip0', VIP_MAC, '10.77.0.1/24');
     hotplug('aatmem0', MEMBER_MAC, '10.88.0.1/24');

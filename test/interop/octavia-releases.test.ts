@@ -8,17 +8,20 @@
 // master's reload counter and worker PID do not move).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, OCTAVIAS, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
-import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
-import { currentWorker, masterCommand, parseShowProc, workerCommand } from '../../agent/haproxy/master-cli.js';
-import { parseServerState } from '../../agent/haproxy/server-state.js';
+import { currentWorker } from '../../agent/haproxy/master-cli.js';
+
+const PORTS = testPorts('octavia-releases');
+const AGENT = PORTS.range(16);
+const [M1, M2, M3] = [PORTS.range(16), PORTS.range(16), PORTS.range(16)];
 
 const RUN_ON = ['haproxy-3.0', 'haproxy-3.4'];
 const RELEASES = OCTAVIAS.filter((o) => ['octavia-16', 'octavia-19'].includes(o.label));
@@ -51,18 +54,17 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
       await peer.call('upload_config', lb, await render(list, options));
       await peer.call('reload_listener', lb);
     };
-    const socket = () => join(agent.basePath, lb, 'master.sock');
-    const processes = async () => parseShowProc(await masterCommand(socket(), 'show proc'))!;
-    const server = async (name: string) => parseServerState(await workerCommand(socket(), 'show servers state')).entries.find((e) => e.server === name);
+    const processes = () => agentHaproxy(agent, lb).processes();
+    const server = (name: string) => agentHaproxy(agent, lb).server(name);
 
     t.before(loud(async () => {
       net = createTestNetwork();
       const dir = await testDir('releases');
       members = await Promise.all([
-        new TestBackend('m1', net.hostIp, 20240 + 4 * slot).start(),
-        new TestBackend('m2', net.hostIp, 20241 + 4 * slot).start(),
+        new TestBackend('m1', net.hostIp, M1(slot)).start(),
+        new TestBackend('m2', net.hostIp, M2(slot)).start(),
       ]);
-      agent = await startAgent(h, dir, net.netns, 20220 + slot);
+      agent = await startAgent(h, dir, net.netns, AGENT(slot));
       peer = await OctaviaPeer.connect(release, agent);
       const info = await peer.call('get_info') as Record<string, string>;
       haproxyVersion = info.haproxy_version!.split('.').slice(0, 2).join('.');
@@ -88,7 +90,7 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
     });
 
     t('a member added while not ready receives 0 requests under load; member-only changes reload nothing', async () => {
-      const added = await new TestBackend('m3', net.hostIp, 20242 + 4 * slot, 'not-ready').start();
+      const added = await new TestBackend('m3', net.hostIp, M3(slot), 'not-ready').start();
       const load = new LoadGenerator(url(), 250).start();
       try {
         await sleep(300);

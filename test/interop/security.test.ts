@@ -11,7 +11,10 @@ import { randomBytes } from 'node:crypto';
 import { HAPROXIES, TEST_ROOT, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { issue, makeCa } from '../helpers/certs.js';
+
+const AGENT_PORT = testPorts('security').one();
 
 let net: TestNetwork;
 let agent: AgentUnderTest;
@@ -42,7 +45,7 @@ function request(method: string, path: string, body: Buffer | null, tls: { cert?
 test.before(loud(async () => {
   net = createTestNetwork();
   dir = await testDir('security');
-  agent = await startAgent(HAPROXIES[0]!, dir, net.netns, 19543);
+  agent = await startAgent(HAPROXIES[0]!, dir, net.netns, AGENT_PORT);
 }));
 
 test.after(async () => {

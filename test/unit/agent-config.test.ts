@@ -21,4 +21,18 @@ test("controllers 11 to 14 still write respawn_count, respawn_interval and use_u
   assert.is(c.haproxyAmphora.basePath, '/var/lib/octavia');
 });
 
+test("network_namespace: Octavia's amphora-haproxy by default, null for '' (the agent's own), the same for the renderer", () => {
+  const def = parseAgentConfig('');
+  assert.is(def.amphoraAgent.networkNamespace, 'amphora-haproxy');
+  assert.is(def.render.networkNamespace, 'amphora-haproxy');
+  const own = parseAgentConfig('[amphora_agent]\nnetwork_namespace =\n');
+  assert.is(own.amphoraAgent.networkNamespace, null);
+  assert.is(own.render.networkNamespace, null);
+  const named = parseAgentConfig('[amphora_agent]\nnetwork_namespace = tenant-1\n[haproxy_amphora]\nbase_cert_dir = /c\n');
+  assert.is(named.amphoraAgent.networkNamespace, 'tenant-1');
+  assert.is(named.render.networkNamespace, 'tenant-1');
+  assert.is(named.haproxyAmphora.baseCertDir, '/c');
+  assert.is(named.render.baseCertDir, '/c');
+});
+
 test.run();

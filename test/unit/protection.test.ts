@@ -49,6 +49,18 @@ test('state-file: new members are seeded stopped; backends without state loading
   assert.match(plan.warnings[0]!, /nostate\/n/);
 });
 
+test('a new line already carrying init-state is seeded stopped when the binary does not apply it at start-up', () => {
+  const carried = CONFIG.replace('server new 10.0.0.2:80 check inter 1s', 'server new 10.0.0.2:80 check inter 1s init-state fully-down');
+  const withoutFix = planProtection({ configText: carried, config: readConfig(carried), running: parseServerState(DUMP), initStateAtStartup: false });
+  assert.is(withoutFix.method, 'state-file');
+  assert.is(withoutFix.effectiveConfig, carried, 'the line is loaded as written');
+  const seeded = new Map(parseServerState(withoutFix.stateFile).entries.map((e) => [`${e.backend}/${e.server}`, e]));
+  assert.is(seeded.get('pool/new')?.opState, 0, 'seeded stopped: the keyword alone does not hold it down at start-up');
+  const withFix = planProtection({ configText: carried, config: readConfig(carried), running: parseServerState(DUMP), initStateAtStartup: true });
+  assert.is(withFix.effectiveConfig.split('\n')[5], '    server new 10.0.0.2:80 check inter 1s init-state fully-down', 'init-state is not written twice');
+  assert.not.ok(withFix.stateFile.includes(' new 10.0.0.2 '), 'the line holds itself down: no seed');
+});
+
 test('a member whose address changed is new, and its old UP line is dropped', () => {
   const moved = CONFIG.replace('server old 10.0.0.1:80', 'server old 10.0.0.7:80');
   const plan = planProtection({ configText: moved, config: readConfig(moved), running: parseServerState(DUMP), initStateAtStartup: true });

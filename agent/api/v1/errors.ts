@@ -14,6 +14,7 @@ import { AgentError } from '../../errors.js';
 import { formatViolations, PolicyRefusedError } from '../../haproxy/config-policy.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from '../../haproxy/errors.js';
 import { KeepalivedFailedError } from '../../keepalived/process.js';
+import { NoNamespaceError } from '../../net/interfaces.js';
 import { InterfaceExistsError, InterfaceNotFoundError } from '../../net/plug.js';
 import { StorageFullError } from '../../system/files.js';
 import { frameworkBody, sendJson } from '../errors.js';
@@ -65,6 +66,7 @@ export function v1ErrorResponse(err: unknown, failed?: string): V1ErrorResponse 
   if (err instanceof LoadBalancerNotFoundError) return message(404, 'Loadbalancer Not Found', `No loadbalancer with UUID: ${err.lbId}`);
   if (err instanceof InterfaceNotFoundError) return { status: 404, body: { details: 'No suitable network interface found' } };
   if (err instanceof InterfaceExistsError) return message(409, 'Interface already exists');
+  if (err instanceof NoNamespaceError) return message(409, 'No network namespace configured', err.message);
   // 500, not 507: Octavia's controller takes status codes it does not know for success.
   if (err instanceof StorageFullError) return message(500, 'No space left on device', `${err.message}; no file was left half-written`);
   if (err instanceof ConfigNotStoredError) return message(500, 'Unable to update amphora-agent configuration.', err.message);

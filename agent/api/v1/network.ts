@@ -4,7 +4,7 @@ import type { Routes } from '../routes.js';
 import type { FixedIp, HostRoute, VipSubnet } from '../../net/interface-file.js';
 import { explode, ipFamily, parseCidr } from '../../net/ip.js';
 import { plugNetwork, plugVip, type PlugSettings } from '../../net/plug.js';
-import { interfaceWithAddress } from '../../net/interfaces.js';
+import { amphoraNamespace, interfaceWithAddress } from '../../net/interfaces.js';
 import { sendJson, sendMessage } from '../errors.js';
 import { applyVipRules, isVipRuleList } from '../../net/nftables.js';
 import { BadRequestError, InvalidRequestError, sendV1Error } from './errors.js';
@@ -128,7 +128,7 @@ export function registerNetworkRoutes(routes: Routes, settings: () => PlugSettin
       if (!isVipRuleList(req.body)) throw new BadRequestError('Invalid rules information');
       // A cidr nftables cannot parse is bad input, not a server error.
       for (const rule of req.body) if (rule.cidr !== null) parseOrBad(rule.cidr, 'Invalid rules information');
-      await applyVipRules(basePath, netns, req.body);
+      await applyVipRules(basePath, amphoraNamespace({ netns }), req.body);
       sendMessage(res, 200, 'OK');
     } catch (err) {
       sendV1Error(res, err, 'Error loading the VIP firewall rules');

@@ -59,7 +59,8 @@ function checkServerCertificate(pem: string): void {
 
 export function createV1Router(deps: V1Deps): Router {
   const r = express.Router({ strict: true });
-  const routes = new Routes(r);
+  // A known path with another method is 405, as Flask answers.
+  const routes = new Routes(r, (_req, res) => sendFrameworkError(res, 405));
   const raw = express.raw({ type: () => true, limit: BODY_LIMIT });
   const service = new V1Service(deps);
   const config = () => deps.config.current;
@@ -89,7 +90,7 @@ export function createV1Router(deps: V1Deps): Router {
     const v = await deps.packageVersions();
     sendJson(res, 200, await collectDetails({
       haproxyVersion: v.haproxy, keepalivedVersion: v.keepalived, ipvsadmVersion: v.ipvsadm,
-      netns: config().amphoraAgent.networkNamespace || null,
+      netns: config().amphoraAgent.networkNamespace,
       ...(await processCounts(deps.engine, basePath())),
     }));
   });
@@ -209,8 +210,5 @@ export function createV1Router(deps: V1Deps): Router {
 
   registerKeepalivedRoutes(routes, { basePath, service }, raw);
   registerNetworkRoutes(routes, () => ({ ...networkSettings(config()), topology: config().controllerWorker.loadbalancerTopology }), deps.log);
-
-  // A known path with another method is 405, as Flask answers.
-  routes.refuseOtherMethods((_req, res) => sendFrameworkError(res, 405));
   return r;
 }

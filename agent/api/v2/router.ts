@@ -21,7 +21,8 @@ const BODY_LIMIT = '32mb';
 
 export function createV2Router(deps: V2Deps): Router {
   const r = express.Router({ strict: true });
-  const routes = new Routes(r);
+  // A known path with another method: 405.
+  const routes = new Routes(r, (_req, res) => fail(res, 405, 'method_not_allowed', 'this method is not allowed here'));
   const { loadBalancers } = deps;
   const body = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
   const pem = express.raw({ type: () => true, limit: '1mb' });
@@ -126,7 +127,6 @@ export function createV2Router(deps: V2Deps): Router {
     res.status(204).end();
   });
 
-  routes.refuseOtherMethods((_req, res) => fail(res, 405, 'method_not_allowed', 'this method is not allowed here'));
   r.use((_req, res) => fail(res, 404, 'not_found', 'no such API 2.0 resource'));
   // Body parser errors (malformed JSON, too large) in the 2.0 shape.
   r.use((err: Error & { status?: number; type?: string }, _req: Request, res: Response, next: NextFunction) => {
