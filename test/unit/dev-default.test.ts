@@ -28,7 +28,7 @@ test('a first start writes a config with haproxy beside the agent and a workstat
     const text = readFileSync(setup.configFile, 'utf8');
     assert.ok(text.startsWith(`${HEADER}\n`));
     const config = parseAgentConfig(text);
-    assert.is(config.amphoraAgent.networkNamespace, null, 'the agent's own namespace');
+    assert.is(config.amphoraAgent.networkNamespace, null, 'the agent\'s own namespace');
     assert.is(config.haproxyAmphora.bindPort, 19555);
     assert.is(config.render.defaultConnectionLimit, 5000);
     assert.is(statSync(setup.configFile).mode & 0o777, 0o644);
