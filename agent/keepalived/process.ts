@@ -14,7 +14,10 @@ import { AgentError } from '../errors.js';
 export interface KeepalivedInstance {
   /** systemd unit name without .service: octavia-keepalived or octavia-keepalivedlvs-<id>. */
   unit: string;
+  /** The config as uploaded. */
   config: string;
+  /** What keepalived loads when the agent adds to the uploaded config (VRRP: the haproxy track file); else `config`. */
+  runConfig?: string;
   pidFile: string;
   /** The VRRP and checker child pid files (-r, -c), so several keepalived can run on one host. */
   childPidFiles: { vrrp: string; check: string } | null;
@@ -53,7 +56,7 @@ export async function keepalivedPid(inst: KeepalivedInstance): Promise<number | 
 
 export function keepalivedArgv(inst: KeepalivedInstance, s: KeepalivedSettings): string[] {
   return [
-    '/usr/sbin/keepalived', `--log-facility=${s.logFacility}`, '-f', inst.config, '-p', inst.pidFile,
+    '/usr/sbin/keepalived', `--log-facility=${s.logFacility}`, '-f', inst.runConfig ?? inst.config, '-p', inst.pidFile,
     ...(inst.childPidFiles ? ['-r', inst.childPidFiles.vrrp, '-c', inst.childPidFiles.check] : []),
   ];
 }

@@ -26,7 +26,8 @@ export const VRRP_CHECK_SCRIPT = join(TEMPLATES_DIR, 'keepalived', 'haproxy-vrrp
 export function vrrpInstance(basePath: string): KeepalivedInstance {
   const dir = join(basePath, 'vrrp');
   return {
-    unit: 'octavia-keepalived', config: join(dir, 'octavia-keepalived.conf'), pidFile: join(dir, 'octavia-keepalived.pid'),
+    unit: 'octavia-keepalived', config: join(dir, 'octavia-keepalived.conf'), runConfig: join(dir, 'octavia-keepalived.live.conf'),
+    pidFile: join(dir, 'octavia-keepalived.pid'),
     childPidFiles: { vrrp: join(dir, 'octavia-keepalived.vrrp.pid'), check: join(dir, 'octavia-keepalived.check.pid') },
     launchLog: join(dir, 'keepalived.launch.log'),
   };
@@ -61,8 +62,10 @@ nc -uzv -w1 "$1" "$2" >/dev/null 2>&1
 export async function uploadVrrp(basePath: string, s: KeepalivedSettings, config: string, lbSockets: string[], hasLvs: boolean): Promise<void> {
   const inst = vrrpInstance(basePath);
   await ensureDir(join(basePath, 'vrrp', 'check_scripts'), 0o755);
-  // The agent's track file rides along (./haproxy-track.ts): failover at once when haproxy is gone for good.
-  await writeFileAtomic(inst.config, withHaproxyTrack(config, basePath), 0o644);
+  // The config stays as uploaded; keepalived runs it with the agent's track
+  // file (./haproxy-track.ts): failover at once when haproxy is gone for good.
+  await writeFileAtomic(inst.config, config, 0o644);
+  await writeFileAtomic(inst.runConfig!, withHaproxyTrack(config, basePath), 0o644);
   await ensureHaproxyTrack(basePath);
   if (!(await exists(join(basePath, 'vrrp', 'check_script.sh')))) {
     await writeFileAtomic(join(basePath, 'vrrp', 'check_script.sh'), CHECK_SCRIPT, 0o755);

@@ -207,6 +207,8 @@ OCTAVIAS.forEach((release, ri) => {
     ].join('\n');
     await peer.call('upload_vrrp_config', config);
     assert.is(readFileSync(join(agent.basePath, 'vrrp', 'octavia-keepalived.conf'), 'utf8'), config);
+    // keepalived runs it with the agent's track file beside it (haproxy stopped for good moves the VIP at once).
+    assert.match(readFileSync(join(agent.basePath, 'vrrp', 'octavia-keepalived.live.conf'), 'utf8'), /^vrrp_track_file amphora_haproxy \{$/m);
     assert.ok(existsSync(join(agent.basePath, 'vrrp', 'check_script.sh')));
     await peer.call('start_vrrp');
     await waitFor('keepalived to take the VIP', () => /10\.77\.0\.20\/32/.test(ipn('addr', 'show', 'dev', 'eth1')), 15_000, 200);
