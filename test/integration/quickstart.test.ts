@@ -146,7 +146,8 @@ test('terminal 3: the walkthrough runs as written (API 2.0, then API 1.0 with Oc
 test('the held member received 0 requests before it was ready, through API 2.0 and API 1.0', () => {
   const counts = results.filter((r) => r.step.command.includes('/count'));
   assert.is(counts.length, 2);
-  for (const r of counts) assert.match(r.output.join('\n'), /^127\.0\.0\.1:8083: 0 requests, [1-9]\d* checks, not ready$/m);
+  // 0 requests is the claim; the check count depends on how long the step took (a loaded machine may not have checked yet).
+  for (const r of counts) assert.match(r.output.join('\n'), /^127\.0\.0\.1:8083: 0 requests, \d+ checks?, not ready$/m, r.output.join('\n'));
   // ...and its share once ready: the 30 requests after it turned ONLINE / UP.
   const after = results.filter((r) => r.step.command.includes('seq 30'));
   assert.is(after.length, 2);
