@@ -6,7 +6,7 @@
 import { HaproxyFailedError } from './errors.js';
 import type { LoadBalancerFiles } from './layout.js';
 import {
-  currentWorker, masterCommand, parseShowProc, workerCommand, type ProcessTable,
+  currentWorker, masterCommand, parseShowProc, type ProcessTable,
 } from './master-cli.js';
 import { isProcessAlive, readPidFile, terminateProcess } from '../system/proc.js';
 import { launchDaemon } from '../system/exec.js';
@@ -58,7 +58,7 @@ export async function waitForFirstWorker(files: LoadBalancerFiles, action: strin
   const deadline = Date.now() + LOAD_TIMEOUT_MS;
   for (;;) {
     const status = await readStatus(files);
-    if (status.workerPid && (await workerAnswers(files.masterSocket))) return status;
+    if (status.workerPid && (await workerAnswers(files.masterSocket, status.workerPid))) return status;
     if (Date.now() > deadline) throw new HaproxyFailedError(action, 'no haproxy worker came up');
     await sleep(10);
   }
@@ -82,7 +82,7 @@ export async function waitForReload(files: LoadBalancerFiles, before: HaproxySta
     const table = await showProc(files.masterSocket);
     if (table && table.reloads > reloadsBefore) {
       const fresh = table.workers.find((w) => !previous.has(w.pid));
-      if (fresh && (await workerAnswers(files.masterSocket))) {
+      if (fresh && (await workerAnswers(files.masterSocket, fresh.pid))) {
         return { running: true, masterPid: table.masterPid, workerPid: currentWorker(table), table };
       }
       if (!fresh && table.failedReloads > 0) {
@@ -109,7 +109,7 @@ export async function interruptedReloadOutcome(files: LoadBalancerFiles, oldWork
     if (table && table.failedReloads > 0) return null;
     // The new generation has survived no reload yet; the old workers have.
     const fresh = table?.workers.find((w) => w.reloads === 0 && w.pid !== oldWorker);
-    if (table && fresh && (await workerAnswers(files.masterSocket))) {
+    if (table && fresh && (await workerAnswers(files.masterSocket, fresh.pid))) {
       return { running: true, masterPid: table.masterPid, workerPid: currentWorker(table), table };
     }
     if (Date.now() > deadline) return null;
@@ -117,9 +117,15 @@ export async function interruptedReloadOutcome(files: LoadBalancerFiles, oldWork
   }
 }
 
-async function workerAnswers(socket: string): Promise<boolean> {
-  const info = await workerCommand(socket, 'show info', 2000).catch(() => '');
-  return /^Pid:/m.test(info);
+/**
+ * The worker `pid` itself answers on the runtime API. Asked by its pid: while
+ * a new worker starts, the master sends `@1` commands to the previous one,
+ * which would answer for it (seen on 3.2 and 3.4: a reload counted as done,
+ * and the next runtime command reaching the old worker).
+ */
+async function workerAnswers(socket: string, pid: number): Promise<boolean> {
+  const info = await masterCommand(socket, `@!${pid} show info`, 2000).catch(() => '');
+  return new RegExp(`^Pid: ${pid}$`, 'm').test(info);
 }
 
 async function failureDetails(socket: string): Promise<string> {
