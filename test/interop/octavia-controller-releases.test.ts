@@ -39,9 +39,16 @@ const FACTS = fileURLToPath(new URL('../../../test/interop/octavia_amphora_facts
 const MAIN = fileURLToPath(new URL('../../agent/main.js', import.meta.url));
 
 /** What Octavia's own agent would report here: os.cpu_count() and /proc/meminfo in kB. */
-function octaviaFacts(o: OctaviaUnderTest): { cpu_count: number; meminfo: Record<string, number> } {
-  const [cmd, argv] = octaviaPython(o, FACTS);
+function octaviaFacts(o: OctaviaUnderTest, meminfo: string): { cpu_count: number; meminfo: Record<string, number> } {
+  const [cmd, argv] = octaviaPython(o, FACTS, [meminfo]);
   return JSON.parse(execFileSync(cmd, argv, { encoding: 'utf8' })) as { cpu_count: number; meminfo: Record<string, number> };
+}
+
+/** This machine's /proc/meminfo with the memory of a 1 GB amphora. */
+function amphoraMeminfo(): string {
+  const amphora: Record<string, number> = { MemTotal: 1_000_000, MemFree: 420_000, MemAvailable: 600_000, Buffers: 20_000, Cached: 160_000, SwapCached: 0 };
+  return readFileSync('/proc/meminfo', 'utf8').replace(/^(\w+):(\s+)\d+/gm, (line, key: string, space: string) =>
+    key in amphora ? `${key}:${space}${amphora[key]}` : line);
 }
 
 /**
@@ -96,8 +103,13 @@ async function setupPeer(o: OctaviaUnderTest, agent: Pick<AgentUnderTest, 'ampho
     mkdirSync(join(dir, 'etc-upper', 'tuned'), { recursive: true });
     mkdirSync(join(dir, 'etc-work'));
     writeFileSync(join(dir, 'etc-upper', 'tuned', 'active_profile'), 'amphora\n');
+    // ...and sees an amphora's memory: this machine's free gigabytes would size
+    // a session cache of ten million entries, which haproxy -c takes longer to
+    // allocate than the controller waits for the upload (seen under load).
+    writeFileSync(join(dir, 'meminfo'), amphoraMeminfo());
     const launcher = ['unshare', '-m', 'sh', '-c',
-      `mount --make-rprivate / && mount -t overlay overlay -o lowerdir=/etc,upperdir=${dir}/etc-upper,workdir=${dir}/etc-work /etc && exec "$@"`, 'sh'];
+      `mount --make-rprivate / && mount -t overlay overlay -o lowerdir=/etc,upperdir=${dir}/etc-upper,workdir=${dir}/etc-work /etc ` +
+      `&& mount --bind ${dir}/meminfo /proc/meminfo && exec "$@"`, 'sh'];
     agent = await startAgent(HAPROXY, dir, net.netns, DETAILS_AGENT(i), undefined, undefined, launcher);
     const storage = join(dir, 'cert-store');
     mkdirSync(storage);
@@ -119,7 +131,7 @@ async function setupPeer(o: OctaviaUnderTest, agent: Pick<AgentUnderTest, 'ampho
     assert.ok(a.ok, `update_amphora_listeners: ${a.exception}: ${a.message}\n${a.trace}`);
     const details = (a.result as { details: { cpu_count: number; memory: Record<string, number>; active_tuned_profiles: string } | null }).details;
     assert.ok(details, 'the driver did not GET /1.0/details');
-    const facts = octaviaFacts(release(label));
+    const facts = octaviaFacts(release(label), join(dir, 'meminfo'));
 
     // Octavia's meaning: os.cpu_count() and /proc/meminfo in kB.
     assert.is(details.cpu_count, facts.cpu_count);
