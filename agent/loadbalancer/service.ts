@@ -196,12 +196,15 @@ export class LoadBalancerService {
         return { ...this.planned(plan, []), result: 'dry_run', created: false, etag: next.etag, changes, config: edit.text, pending: [] };
       }
       const change: MemberChange = { pool: poolId, member: memberId, ...(member ? { spec: member } : {}), etag: next.etag };
-      const journal = current.changes + 1 >= JOURNAL_LIMIT ? null : current.journal + journalLine(change);
+      // The journal's next state: as it is (the member did not change), one line longer, or folded into spec.json.
+      const after: JournaledSpec = next.etag === current.stored.etag ? { ...current, stored: next }
+        : current.changes + 1 >= JOURNAL_LIMIT ? { stored: next, journal: '', changes: 0 }
+        : { stored: next, journal: current.journal + journalLine(change), changes: current.changes + 1 };
       const companions = next.etag === current.stored.etag ? []
-        : journal === null ? this.specFileContents(lbId, next) : [{ path: this.specFiles(lbId).journal, data: journal }];
+        : after.changes === 0 ? this.specFileContents(lbId, next) : [{ path: this.specFiles(lbId).journal, data: after.journal }];
       const { out } = await recordedApply(this.deps, '2.0', lbId, async () => {
         const report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), edit, { companions });
-        this.specs.set(lbId, { stored: next, journal: journal ?? '', changes: journal === null ? 0 : current.changes + 1 });
+        this.specs.set(lbId, after);
         const out: PutResult & { result: ApplyOutcome } = {
           result: report.outcome, created: false, etag: next.etag, changes, ...this.reported(report, report.reloadReason, []),
           pending: report.pending, lvs: [],
