@@ -26,7 +26,7 @@ export async function buildSupervisor(config: AgentConfig): Promise<HaproxySuper
   return new DirectSupervisor(command, netns, aa.userGroupFile);
 }
 
-export async function buildEngine(config: AgentConfig, log: Logger): Promise<HaproxyEngine> {
+export async function buildEngine(config: AgentConfig, log: Logger, beforeBind?: (addresses: string[]) => Promise<void>): Promise<HaproxyEngine> {
   return new HaproxyEngine({
     baseDir: config.haproxyAmphora.basePath,
     haproxyCommand: [config.haproxyAmphora.haproxyCmd],
@@ -37,6 +37,7 @@ export async function buildEngine(config: AgentConfig, log: Logger): Promise<Hap
     drainTimeoutMs: config.amphoraAgent.memberDrainTimeout * 1000,
     runtimeMemberChanges: config.amphoraAgent.runtimeMemberChanges,
     certDir: (lbId) => certificateDir(config, lbId),
+    ...(beforeBind ? { beforeBind } : {}),
   });
 }
 

@@ -1,7 +1,7 @@
 // `amphora-agent serve [--config-file PATH]`: run the agent. Without a config
 // file it uses the built-in development configuration in ./.amphora-dev.
 import type { RequestListener } from 'node:http';
-import { DEV_VIP_NETWORK, ensureDevSetup, ensureDevVipNetwork, type DevSetup } from '../config/dev-default.js';
+import { DEV_VIP_NETWORK, devVipsUnusable, ensureDevSetup, ensureDevVips, type DevSetup } from '../config/dev-default.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { ConfigStore } from '../config/store.js';
 import { HeartbeatSender } from '../health/sender.js';
@@ -54,13 +54,13 @@ export async function serve(args: string[]): Promise<void> {
   const config = store.current;
   const log = rootLogger;
   if (config.debug) log.level = 'debug';
-  const vipsNotLocal = dev ? await ensureDevVipNetwork() : null;
-  if (vipsNotLocal) log.warn(`development VIPs (${DEV_VIP_NETWORK}) are not local on loopback (${vipsNotLocal}): haproxy cannot bind them; run the agent as root`);
+  const vipsNotLocal = dev ? devVipsUnusable() : null;
+  if (vipsNotLocal) log.warn(`development VIPs (${DEV_VIP_NETWORK}) cannot be made local on loopback (${vipsNotLocal}): haproxy cannot bind them; run the agent as root`);
   await ensureDir(config.haproxyAmphora.basePath, 0o755);
   // As Octavia's agent: lo.json, so `interface up all` at boot configures loopback too.
   await writeInterfaceFile(networkSettings(config), loopbackInterfaceFile());
 
-  const engine = await buildEngine(config, log);
+  const engine = await buildEngine(config, log, dev ? ensureDevVips : undefined);
   // haproxy's probe (five short haproxy runs) and the recovery of interrupted
   // applies run while the API starts: it answers GET / and /1.0/info at once
   // (what a controller polls for while an amphora boots), and holds every
@@ -135,7 +135,7 @@ export async function serve(args: string[]): Promise<void> {
       `Try:\n  curl --cacert ${dev.caFile} --cert ${dev.clientCert} --key ${dev.clientKey} https://${shown}:${port}/1.0/info\n` +
       (vipsNotLocal
         ? `Load balancers: VIPs in ${DEV_VIP_NETWORK} cannot bind (${vipsNotLocal}); start the agent with sudo.\n\n`
-        : `Load balancers: VIPs in ${DEV_VIP_NETWORK} are local on loopback; members may listen on 127.0.0.1 (see examples/).\n\n`),
+        : `Load balancers: VIPs in ${DEV_VIP_NETWORK} are made local on loopback when haproxy binds them; members may listen on 127.0.0.1 (see examples/).\n\n`),
     );
   }
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {

@@ -4,14 +4,16 @@
 // so the agent runs on it exactly as on an amphora.
 //
 // VIPs on a development machine: haproxy runs beside the agent (no network
-// namespace) and DEV_VIP_NETWORK is made local on loopback (`ip route replace
-// local 203.0.113.0/24 dev lo table local`, the kernel's "AnyIP": every address
-// of the prefix is this host's, as 127.0.0.0/8 is). A spec whose VIP is in it
-// binds as on an amphora, the host reaches the listener directly, and haproxy
-// reaches members listening on the host's own loopback. 203.0.113.0/24 is
-// TEST-NET-3 (RFC 5737), which no real network uses; the test fixtures' VIPs
-// come from it. Nothing else of the host changes; production configs never
-// come through here.
+// namespace), and right before haproxy loads a config each of its bind
+// addresses in DEV_VIP_NETWORK is made local on loopback, one /32 at a time
+// (`ip route replace local 203.0.113.10/32 dev lo table local`, the kernel's
+// "AnyIP"). A spec whose VIP is there binds as on an amphora, the host reaches
+// the listener directly, and haproxy reaches members listening on the host's
+// own loopback. 203.0.113.0/24 is TEST-NET-3 (RFC 5737), where the test
+// fixtures' VIPs come from; only the addresses a load balancer binds are
+// taken, because some networks do use the range (this project's own CI
+// machines reach their package mirrors at 203.0.113.80, and a route for the
+// whole prefix cut them off). Production configs never come through here.
 import { chmod, chown, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { run } from '../system/exec.js';
@@ -146,16 +148,16 @@ async function giveToSudoUser(dirs: string[], files: string[]): Promise<void> {
   for (const f of files) await chown(f, uid, gid);
 }
 
-/**
- * Make DEV_VIP_NETWORK local on loopback (idempotent; needs root). Returns
- * null when it is local, else why not.
- */
-export async function ensureDevVipNetwork(): Promise<string | null> {
-  if (process.getuid?.() !== 0) {
-    // An earlier start as root may have made it local already (it stays until a reboot).
-    const shown = await run(['ip', 'route', 'show', 'table', 'local', 'type', 'local', DEV_VIP_NETWORK]);
-    return shown.exitCode === 0 && shown.stdout.trim() !== '' ? null : 'not running as root';
+/** Why development VIPs cannot be made local (not root), or null. */
+export function devVipsUnusable(): string | null {
+  return process.getuid?.() === 0 ? null : 'not running as root';
+}
+
+/** Make each address of DEV_VIP_NETWORK among `addresses` local on loopback (idempotent; needs root). */
+export async function ensureDevVips(addresses: string[]): Promise<void> {
+  if (devVipsUnusable()) return;
+  for (const a of new Set(addresses)) {
+    if (!/^203\.0\.113\.\d{1,3}$/.test(a)) continue;
+    await run(['ip', 'route', 'replace', 'local', `${a}/32`, 'dev', 'lo', 'table', 'local']);
   }
-  const res = await run(['ip', 'route', 'replace', 'local', DEV_VIP_NETWORK, 'dev', 'lo', 'table', 'local']);
-  return res.exitCode === 0 ? null : res.output.trim();
 }

@@ -54,6 +54,8 @@ export interface EngineOptions {
   runtimeMemberChanges?: boolean;
   /** Where a load balancer's certificates are (Octavia: <base_cert_dir>/<lb_id>). */
   certDir?: (lbId: string) => string;
+  /** Called with a config's bind addresses before haproxy loads it (loader.ts). */
+  beforeBind?: (addresses: string[]) => Promise<void>;
 }
 
 /** The config an API 2.0 request brings: a whole text, or a member call's edit of the accepted one. */
@@ -313,6 +315,7 @@ export class HaproxyEngine {
     const report = await loadConfig({
       supervisor: this.opts.supervisor, log: this.opts.log, baseDir: this.baseDir, pending: this.pending,
       initStateAtStartup: caps.initStateAtStartup, protect: this.opts.protectNewMembers !== false,
+      ...(this.opts.beforeBind ? { beforeBind: this.opts.beforeBind } : {}),
     }, inst, runnable);
     this.planner.ran(inst.lbId, text);
     return report;

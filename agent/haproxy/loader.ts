@@ -30,6 +30,8 @@ export interface LoadDeps {
   initStateAtStartup: boolean;
   /** False switches protection off (only to prove that tests can fail). */
   protect: boolean;
+  /** Called with the config's bind addresses before haproxy loads it (the development default makes them local). */
+  beforeBind?: (addresses: string[]) => Promise<void>;
 }
 
 export interface LoadReport {
@@ -69,6 +71,7 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
   if (previousLive !== null) await writeFileAtomic(files.livePrevious, previousLive, 0o600);
   await writeFileAtomic(files.live, plan.effectiveConfig, 0o600);
 
+  await deps.beforeBind?.(config.frontends.flatMap((f) => f.bindAddresses));
   let after: HaproxyStatus;
   try {
     after = before.running ? await deps.supervisor.reload(inst, before) : await deps.supervisor.start(inst);

@@ -19,7 +19,9 @@ import { waitFor } from '../helpers/load.js';
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 /** Not 9443: a developer's own agent may run there. */
 const PORT = '19447';
-const VIP_NETWORK = '203.0.113.0/24';
+/** The development VIPs' local routes (one /32 per address haproxy binds). */
+const devVipRoutes = () => execFileSync('ip', ['route', 'show', 'table', 'local', 'root', '203.0.113.0/24'], { encoding: 'utf8' })
+  .split('\n').map((l) => /^local (203\.0\.113\.\d+) /.exec(l)?.[1]).filter((a): a is string => a !== undefined);
 
 interface Step { command: string; expected: string[] }
 interface Block { terminal: number; steps: Step[] }
@@ -57,7 +59,7 @@ const SUDO = 'sudo() { "$@"; }\n';
 const blocks = readmeBlocks(readFileSync(join(REPO, 'README.md'), 'utf8'));
 const byTerminal = (n: number) => blocks.filter((b) => b.terminal === n).flatMap((b) => b.steps);
 let clone = '';
-let routeWasThere = false;
+let routesBefore: string[] = [];
 const terminals: { name: string; child: ChildProcess; output: string }[] = [];
 /** Terminal 3: each step's output and exit status, in README order. */
 let results: { step: Step; output: string[]; status: number }[] = [];
@@ -73,7 +75,7 @@ function terminal(name: string, script: string): (typeof terminals)[number] {
 
 test.before(loud(async () => {
   assert.equal(blocks.map((b) => b.terminal).slice(0, 3), [1, 2, 3], 'README: terminal 1, 2 and 3 blocks of the quick start');
-  routeWasThere = execFileSync('ip', ['route', 'show', 'table', 'local', VIP_NETWORK], { encoding: 'utf8' }).trim() !== '';
+  routesBefore = devVipRoutes();
   // A fresh clone: the files git has (committed or about to be), nothing built.
   clone = join(await testDir('quickstart'), 'amphora-agent');
   execFileSync('bash', ['-c', `mkdir -p "$2" && git -C "$1" ls-files -z -co --exclude-standard | (cd "$1" && tar --null --ignore-failed-read -T - -cf -) | tar -xf - -C "$2"`, 'copy', REPO, clone]);
@@ -102,7 +104,9 @@ test.after(loud(async () => {
       // not running
     }
   }
-  if (!routeWasThere) execFileSync('bash', ['-c', `ip route del local ${VIP_NETWORK} dev lo table local || true`], { stdio: 'ignore' });
+  for (const a of devVipRoutes().filter((r) => !routesBefore.includes(r))) {
+    execFileSync('bash', ['-c', `ip route del local ${a}/32 dev lo table local || true`], { stdio: 'ignore' });
+  }
 }));
 
 test('from `npm start`, at most three commands take traffic through a load balancer', () => {
