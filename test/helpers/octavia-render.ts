@@ -169,3 +169,18 @@ export class OctaviaRenderer {
     await done;
   }
 }
+
+/**
+ * Octavia orders L7 policies by inserting each at its position; a declarative
+ * spec sorts by position. Give Octavia the final order as positions 1..n.
+ */
+export function forOctavia(spec: LoadBalancerSpec): LoadBalancerSpec {
+  const copy = structuredClone(spec);
+  for (const l of copy.listeners) {
+    l.l7policies = l.l7policies
+      .map((p, i) => ({ p, i }))
+      .sort((a, b) => (a.p.position ?? Infinity) - (b.p.position ?? Infinity) || a.i - b.i)
+      .map(({ p }, i) => ({ ...p, position: i + 1 }));
+  }
+  return copy;
+}

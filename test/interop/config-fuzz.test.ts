@@ -21,7 +21,7 @@ import { HAPROXIES, OCTAVIAS, testDir, type HaproxyUnderTest } from '../helpers/
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { startAgent } from '../helpers/agent-process.js';
 import { apiRequest } from '../helpers/api-client.js';
-import { OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
+import { forOctavia, OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
 import { checkConfigPolicy, type PolicyContext } from '../../agent/haproxy/config-policy.js';
 import { tokenizeLine } from '../../agent/haproxy/config-reader.js';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
@@ -170,16 +170,10 @@ const loadable: string[] = [];
 
 /** The fixture load balancers as LB on the test VIP, without extra VIPs the namespace does not have. */
 function forAgent(spec: LoadBalancerSpec, vip: string): LoadBalancerSpec {
-  const copy = structuredClone(spec);
+  const copy = forOctavia(spec);
   copy.id = LB;
   copy.vip_address = vip;
   copy.additional_vips = [];
-  for (const l of copy.listeners) {
-    l.l7policies = l.l7policies
-      .map((p, i) => ({ p, i }))
-      .sort((a, b) => (a.p.position ?? Infinity) - (b.p.position ?? Infinity) || a.i - b.i)
-      .map(({ p }, i) => ({ ...p, position: i + 1 }));
-  }
   return copy;
 }
 

@@ -24,7 +24,7 @@ import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { TestBackend } from '../helpers/backend.js';
 import { waitFor } from '../helpers/load.js';
-import { OctaviaRenderer, octaviaSettings, type OctaviaSettings } from '../helpers/octavia-render.js';
+import { forOctavia, OctaviaRenderer, octaviaSettings, type OctaviaSettings } from '../helpers/octavia-render.js';
 import { checkConfigPolicy } from '../../agent/haproxy/config-policy.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';
@@ -50,18 +50,6 @@ t.after(async () => {
   for (const r of renderers.values()) await r.close();
   network?.destroy();
 });
-
-/** Octavia's order of L7 policies: positions 1..n in spec order (render-parity.test.ts). */
-function forOctavia(spec: LoadBalancerSpec): LoadBalancerSpec {
-  const copy = structuredClone(spec);
-  for (const l of copy.listeners) {
-    l.l7policies = l.l7policies
-      .map((p, i) => ({ p, i }))
-      .sort((a, b) => (a.p.position ?? Infinity) - (b.p.position ?? Infinity) || a.i - b.i)
-      .map(({ p }, i) => ({ ...p, position: i + 1 }));
-  }
-  return copy;
-}
 
 t(`every fixture (${fixtures.length}) as Octavia 11, 16 and 19 render it passes the policy, with default and other directories`, async () => {
   assert.is(renderers.size, 3);

@@ -17,34 +17,18 @@ import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, KEEPALIVEDS, OCTAVIAS, TEST_ROOT } from '../helpers/haproxies.js';
 import { fixtureWorkspace } from '../helpers/fixture-certs.js';
 import { diffConfigs, formatDifferences } from '../helpers/haproxy-compare.js';
-import { OctaviaRenderer, octaviaAmpDetails, octaviaSettings } from '../helpers/octavia-render.js';
+import { forOctavia, OctaviaRenderer, octaviaAmpDetails, octaviaSettings } from '../helpers/octavia-render.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts, type RenderTarget } from '../../agent/render/settings.js';
 import { checkSpec } from '../../agent/cli/render.js';
 import { haproxyCapabilities } from '../../agent/haproxy/capabilities.js';
-import type { LoadBalancerSpec } from '../../agent/spec/types.js';
 import { ALLOWANCES, LVS_ALLOWANCES, applyAllowances, type OctaviaRelease } from './render-allow-list.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');
 const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort();
 const invalid = readdirSync(join(FIXTURES, 'invalid')).filter((f) => f.endsWith('.json')).sort();
 const load = (f: string) => JSON.parse(readFileSync(join(FIXTURES, f), 'utf8')) as unknown;
-
-/**
- * Octavia orders L7 policies by inserting each at its position; a declarative
- * spec sorts by position. Give Octavia the final order as positions 1..n.
- */
-function forOctavia(spec: LoadBalancerSpec): LoadBalancerSpec {
-  const copy = structuredClone(spec);
-  for (const l of copy.listeners) {
-    l.l7policies = l.l7policies
-      .map((p, i) => ({ p, i }))
-      .sort((a, b) => (a.p.position ?? Infinity) - (b.p.position ?? Infinity) || a.i - b.i)
-      .map(({ p }, i) => ({ ...p, position: i + 1 }));
-  }
-  return copy;
-}
 
 /** keepalived text for comparison: no comments or blank lines, single spaces. */
 const keepalivedLines = (text: string) => text.split('\n').map((l) => l.replace(/#.*/, '').trim().replace(/\s+/g, ' ')).filter(Boolean);
