@@ -89,6 +89,8 @@ export class HaproxyEngine {
   private readonly pending: PendingMembers;
   private readonly planner: Planner;
   private readonly stored: StoredLoadBalancers;
+  /** Per load balancer, the last API 2.0 config found to load as it is (runnableOf). */
+  private readonly runsAsIs = new Map<string, string>();
 
   constructor(private readonly opts: EngineOptions) {
     this.baseDir = resolve(opts.baseDir);
@@ -124,7 +126,7 @@ export class HaproxyEngine {
 
   /** What applyChange would do with `config` (a dry run). `forceReload`: as in applyChange. */
   plan(lbId: string, config: NewConfig, forceReload: string | null = null): Promise<Plan> {
-    return this.lock.run(lbId, async () => this.planOf(lbId, config, await this.runnable(textOf(config)), forceReload));
+    return this.lock.run(lbId, async () => this.planOf(lbId, config, await this.runnableOf(lbId, config), forceReload));
   }
 
   /**
@@ -138,7 +140,7 @@ export class HaproxyEngine {
   applyChange(lbId: string, amphoraId: string, config: NewConfig, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
     return this.writing(lbId, async () => {
       const text = textOf(config);
-      const runnable = await this.runnable(text);
+      const runnable = await this.runnableOf(lbId, config);
       const plan = await this.planOf(lbId, config, runnable, opts.forceReload ?? null);
       return this.execute(lbId, plan, { text, runnable, amphoraId, candidate: true, companions: opts.companions ?? [] });
     });
@@ -191,6 +193,7 @@ export class HaproxyEngine {
       const files = this.files(lbId);
       if (!(await exists(files.dir))) return;
       this.planner.forget(lbId);
+      this.runsAsIs.delete(lbId);
       await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
       await removeTree(files.dir);
       this.stored.remember(lbId, null);
@@ -325,6 +328,20 @@ export class HaproxyEngine {
     const { haproxyCommand, userGroupFile } = this.opts;
     await acceptConfig({ haproxyCommand, userGroupFile, ownDir: this.baseDir }, this.files(lbId), amphoraId, text, runnable);
     this.stored.remember(lbId, text);
+  }
+
+  /**
+   * A request's config as this binary loads it. An edit of a config that
+   * loads as it is loads as it is too (runnable.ts changes no server line),
+   * and is not scanned again: a member call then makes no pass over the
+   * whole text of its own (writing it is the one left).
+   */
+  private async runnableOf(lbId: string, config: NewConfig): Promise<string> {
+    const text = textOf(config);
+    const runnable = typeof config !== 'string' && this.runsAsIs.get(lbId) === config.base ? text : await this.runnable(text);
+    if (runnable === text) this.runsAsIs.set(lbId, text);
+    else this.runsAsIs.delete(lbId);
+    return runnable;
   }
 
   /** The config as this haproxy binary can load it (runnable.ts); the accepted text stays as uploaded. */

@@ -187,7 +187,7 @@ export class LoadBalancerService {
       const member = document === null ? null : validateMember(document, memberId, pool);
       const spec = withMember(current.stored.spec, poolId, memberId, member);
       if (LVS_PROTOCOLS.includes(pool.protocol)) return this.putSpec(lbId, spec, current, opts, started);
-      const next: StoredSpec = { ...current.stored, spec, etag: sameMember(was, member) ? current.stored.etag : specEtag(spec) };
+      const next: StoredSpec = { ...current.stored, spec, etag: sameMember(was, member) ? current.stored.etag : specEtag(spec, current.stored.spec) };
       const edit = await this.memberEdit(lbId, current.stored.spec, spec, poolId, memberId, was, member);
       if (edit === null) return this.putSpec(lbId, spec, current, opts, started);
       const changes = describeMemberChange(poolId, was ?? null, member);

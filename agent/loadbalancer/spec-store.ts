@@ -8,7 +8,7 @@
 // spec, so its cost does not grow with the load balancer; the journal is
 // folded into spec.json every JOURNAL_LIMIT changes.
 import { createHash } from 'node:crypto';
-import type { LoadBalancerSpec, MemberSpec } from '../spec/types.js';
+import type { LoadBalancerSpec, MemberSpec, PoolSpec } from '../spec/types.js';
 import { poolsById, withMember } from '../spec/pools.js';
 import { readTextIfExists, removeFile } from '../system/files.js';
 
@@ -46,39 +46,73 @@ export interface JournaledSpec {
 
 const sha256 = (data: string) => createHash('sha256').update(data).digest('hex');
 
-// A member's digest, kept while the member object lives: stored specs share
-// the member objects a member call did not touch, so an ETag after a member
-// call hashes one member and a list of digests, not the whole spec.
-const memberDigests = new WeakMap<MemberSpec, string>();
+// A pool's members count by a sum of one term per member: the hash of the
+// member's canonical JSON and of the id before it (so order counts), modulo
+// 2^256. Terms are kept per member object and sums per member list: stored
+// specs share the objects a member call did not touch, so the ETag after a
+// member call takes the old sum, less the terms of the one member changed
+// and of the one after it, plus their new terms. Its cost does not grow
+// with the pool; a whole-spec PUT hashes each member once, as before.
+const terms = new WeakMap<MemberSpec, { prev: string; term: bigint }>();
+const sums = new WeakMap<MemberSpec[], bigint>();
 
-function memberDigest(m: MemberSpec): string {
-  let d = memberDigests.get(m);
-  if (d === undefined) {
-    d = sha256(JSON.stringify(m, sortedKeys));
-    memberDigests.set(m, d);
+function term(list: MemberSpec[], i: number): bigint {
+  const m = list[i]!;
+  const prev = i > 0 ? list[i - 1]!.id : '';
+  const kept = terms.get(m);
+  if (kept?.prev === prev) return kept.term;
+  const t = BigInt(`0x${sha256(`${prev}\n${JSON.stringify(m, sortedKeys)}`)}`);
+  terms.set(m, { prev, term: t });
+  return t;
+}
+
+/** The terms of list[from] up to list[to - 1] (as far as the list goes). */
+function termsOf(list: MemberSpec[], from: number, to: number): bigint {
+  let s = 0n;
+  for (let i = from; i < Math.min(to, list.length); i++) s += term(list, i);
+  return s;
+}
+
+/**
+ * `after`'s sum from `before`'s when one member was put or removed (the same
+ * objects around it), else null. Pointer comparisons only, no hashing.
+ */
+function sumAfterOneChange(before: MemberSpec[], after: MemberSpec[], sum: bigint): bigint | null {
+  const shorter = Math.min(before.length, after.length);
+  let i = 0;
+  while (i < shorter && before[i] === after[i]) i++;
+  let same = 0; // members equal at the end
+  while (same < shorter - i && before[before.length - 1 - same] === after[after.length - 1 - same]) same++;
+  const endBefore = before.length - same;
+  const endAfter = after.length - same;
+  if (endBefore - i > 1 || endAfter - i > 1) return null;
+  // The changed stretch and the member after it, whose predecessor changed with it.
+  return sum - termsOf(before, i, endBefore + 1) + termsOf(after, i, endAfter + 1);
+}
+
+function membersDigest(list: MemberSpec[], before: MemberSpec[] | undefined): string {
+  let sum = sums.get(list);
+  if (sum === undefined) {
+    const old = before && sums.get(before);
+    sum = BigInt.asUintN(256, (old !== undefined && before ? sumAfterOneChange(before, list, old) : null) ?? termsOf(list, 0, list.length));
+    sums.set(list, sum);
   }
-  return d;
+  return `${list.length}:${sum.toString(16)}`;
 }
 
 /**
  * A strong ETag of the spec with its defaults filled in: the same spec,
  * however written, has one ETag. Everything but the members counts by its
- * canonical JSON, each pool's members by their digests in order (kept per
- * member object, so after a member call only that member is hashed again).
+ * canonical JSON, each pool's members by their sum (above). `previous`, the
+ * spec a member call changed, lets that sum be updated instead of counted again.
  */
-export function specEtag(spec: LoadBalancerSpec): string {
-  const memberLists: MemberSpec[][] = [];
-  const skeleton = JSON.stringify(spec, (key, value) => {
+export function specEtag(spec: LoadBalancerSpec, previous?: LoadBalancerSpec): string {
+  const before = previous ? poolsById(previous) : undefined;
+  const skeleton = JSON.stringify(spec, function (this: unknown, key, value) {
     if (key !== 'members' || !Array.isArray(value)) return sortedKeys(key, value);
-    memberLists.push(value as MemberSpec[]);
-    return memberLists.length - 1;
+    return membersDigest(value as MemberSpec[], before?.get((this as PoolSpec).id)?.members);
   });
-  const hash = createHash('sha256').update(skeleton);
-  for (const list of memberLists) {
-    hash.update(`\n${list.length}`);
-    for (const m of list) hash.update(memberDigest(m));
-  }
-  return `"${hash.digest('hex').slice(0, 32)}"`;
+  return `"${sha256(skeleton).slice(0, 32)}"`;
 }
 
 /** JSON.stringify replacer: every object's keys in code-unit order (native stringify, ~2x a hand-written walk). */

@@ -81,6 +81,24 @@ test('ETag after a member call = ETag of the whole new spec, with or without the
   assert.is(specEtag(withMember(next, 'p-shared', 'm9', null)), specEtag(spec), 'removing it again gives the old ETag');
 });
 
+test('ETag kept up by member calls (replace, append, remove anywhere) = ETag counted afresh', () => {
+  const fresh = (s: LoadBalancerSpec) => specEtag(validateSpec(JSON.parse(JSON.stringify(s))));
+  let spec = fixtures.find((f) => f.name === 'shared-pool.json')!.spec();
+  specEtag(spec);
+  const pool = spec.pools.find((p) => p.id === 'p-shared')!;
+  const ids = pool.members.map((m) => m.id);
+  // Each id its own address: a pool may not have two members on one address and port.
+  const member = (id: string, weight: number): MemberSpec => ({ id, address: `192.0.2.${90 + id.length + Number(id.slice(1))}`, protocol_port: 8080, weight, admin_state_up: true, backup: false });
+  const calls: [string, MemberSpec | null][] = [['m9', member('m9', 2)], [ids[0]!, member(ids[0]!, 7)], ['m9', member('m9', 3)], [ids[0]!, null], ['m9', null], ['m10', member('m10', 1)]];
+  for (const [id, m] of calls) {
+    const next = withMember(spec, 'p-shared', id, m);
+    assert.is(specEtag(next, spec), fresh(next), `after ${id} ${m ? 'put' : 'removed'}`);
+    spec = next;
+  }
+  const reversed = { ...spec, pools: spec.pools.map((p) => (p.id === 'p-shared' ? { ...p, members: [...p.members].reverse() } : p)) };
+  assert.is.not(specEtag(reversed), specEtag(spec), 'member order counts');
+});
+
 test('the journal replays to the spec the member calls made', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'journal-'));
   const files = { spec: join(dir, 'spec.json'), journal: join(dir, 'spec.journal') };
