@@ -56,7 +56,7 @@ const tls = { ca: readFileSync(serverCa.cert), cert: readFileSync(client.cert), 
 
 const agents: { name: string; port: number; proc: ChildProcess }[] = [];
 try {
-  const commands = agentArgv();
+  const commands = agentArgv(dir);
   for (const [name, port, argv] of [
     ['amphora-agent (TypeScript)', 29443, commands.ours],
     ['octavia-agent (Python, Debian)', 29444, commands.octavia],
