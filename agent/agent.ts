@@ -35,6 +35,7 @@ export async function buildEngine(config: AgentConfig, log: Logger, beforeBind?:
     log: log.child({ module: 'engine' }),
     protectNewMembers: config.amphoraAgent.protectNewMembers,
     drainTimeoutMs: config.amphoraAgent.memberDrainTimeout * 1000,
+    memberConfigWriteDelayMs: config.amphoraAgent.memberConfigWriteDelayMs,
     runtimeMemberChanges: config.amphoraAgent.runtimeMemberChanges,
     certDir: (lbId) => certificateDir(config, lbId),
     ...(beforeBind ? { beforeBind } : {}),

@@ -1,73 +1,111 @@
-// bench/reload: how long the engine takes to validate and reload a config with
-// 10, 1,000 and 10,000 servers, next to a bare `haproxy -c` of the same file
-// (the floor: haproxy parsing it once) in the same run, on both haproxy
-// binaries of the test rig. Prints medians and the ratio engine / floor.
+// bench/reload: API 1.0's upload + reload, as Octavia's controller drives
+// it, with 1, 100, 1,000 and 10,000 members, next to its floor in the same
+// run: `haproxy -c` of the same file plus a plain reload of a haproxy started
+// from it (the master CLI's reload, done when the new worker answers, which
+// is where the agent's reload counts as done too). A config change that is
+// not a member change (the listener's connection limit) makes every round a
+// real reload. The agent's extra over the floor: HTTP and mutual TLS, the
+// file writes, the server state dump and the member protection.
+// Prints medians and the ratio agent / floor.
 // Run: npm run bench:reload   (root; after test/rig/prepare.sh)
-import { writeFile } from 'node:fs/promises';
+//   BENCH_SIZES=1,100,1000,10000  BENCH_HAPROXY=2.6  BENCH_ROUNDS=7
+import https from 'node:https';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { loadBalancerFiles } from '../agent/haproxy/layout.js';
+import { DirectSupervisor } from '../agent/haproxy/process.js';
+import { renderLoadBalancer } from '../agent/render/render.js';
+import { DEFAULT_RENDER_SETTINGS } from '../agent/render/settings.js';
+import { validateSpec } from '../agent/spec/validate.js';
 import { run } from '../agent/system/exec.js';
+import { apiRequest } from '../test/helpers/api-client.js';
+import { startAgent } from '../test/helpers/agent-process.js';
 import { HAPROXIES, testDir } from '../test/helpers/haproxies.js';
 import { createTestNetwork } from '../test/helpers/netns.js';
-import { applyConfig, testEngine } from '../test/helpers/engine.js';
 
-const SIZES = [10, 1000, 10_000];
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-
-function config(lbId: string, baseDir: string, bind: string, servers: number, generation: number): string {
-  const perBackend = Math.min(servers, 100);
-  const backends = Math.ceil(servers / perBackend);
-  const out = [
-    // maxconn 2000: with 10,000 checked servers haproxy needs maxconn x 2 +
-    // servers file descriptors, and this machine's hard limit is 20,000.
-    'global', '    daemon', '    user nobody', '    maxconn 2000',
-    `    stats socket ${join(baseDir, `${lbId}.sock`)} mode 0666 level user`,
-    `    server-state-file ${join(baseDir, lbId, 'servers-state')}`,
-    'defaults', '    mode http', '    timeout connect 5s', '    timeout client 50s', '    timeout server 50s',
-    `    timeout check ${1000 + generation}`,
-    'frontend listener', `    bind ${bind}`, '    default_backend pool-0',
-  ];
-  for (let b = 0; b < backends; b++) {
-    out.push(`backend pool-${b}`, '    balance roundrobin', '    load-server-state-from-file global', '    option httpchk GET /healthz');
-    for (let s = 0; s < perBackend && b * perBackend + s < servers; s++) {
-      // Loopback of the benchmark's own namespace, closed ports: checks fail fast and stay local.
-      out.push(`    server m${b}-${s} 127.0.${b % 250}.${(s % 250) + 1}:${10000 + s} weight 1 check inter 30s fall 3 rise 2`);
-    }
-  }
-  return `${out.join('\n')}\n`;
-}
-
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const SIZES = (process.env.BENCH_SIZES ?? '1,100,1000,10000').split(',').map(Number);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** The load balancer as Octavia renders it; `limit` changes every round. Members on closed addresses of the namespace: checks fail fast and stay local. */
+function config(lbId: string, vip: string, port: number, members: number, limit: number, basePath: string, certDir: string): string {
+  const spec = validateSpec({
+    id: lbId, vip_address: vip,
+    listeners: [{
+      id: 'l-http', protocol: 'HTTP', protocol_port: port, connection_limit: limit,
+      default_pool: {
+        id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
+        healthmonitor: { type: 'HTTP', delay: 5, timeout: 3, max_retries: 2, url_path: '/healthz' },
+        members: Array.from({ length: members }, (_, i) => ({ id: `m${i}`, address: `10.99.${Math.floor(i / 250)}.${(i % 250) + 1}`, protocol_port: 80 })),
+      },
+    }],
+  });
+  const settings = { ...DEFAULT_RENDER_SETTINGS, basePath, baseCertDir: certDir };
+  return renderLoadBalancer(spec, settings, { initStateAtStartup: false }).haproxyConfig!;
+}
 
 const net = createTestNetwork();
 try {
-  console.log(`bench/reload: median of ${ROUNDS} rounds; engine = validate + commit + state dump + protection + reload + verify`);
-  console.log('haproxy        servers   haproxy -c (floor)   engine apply   ratio');
-  for (const h of HAPROXIES) {
+  console.log(`bench/reload: median of ${ROUNDS} rounds; floor = haproxy -c + plain reload of the same file`);
+  console.log('haproxy        members   floor (-c + reload)   agent (upload + reload)   ratio');
+  for (const h of HAPROXIES.filter((x) => !process.env.BENCH_HAPROXY || x.label.includes(process.env.BENCH_HAPROXY))) {
     const dir = await testDir('bench-reload');
-    const engine = testEngine(h, dir, net.netns);
-    for (const servers of SIZES) {
-      const lbId = `lb-${servers}`;
-      const bind = `${net.nsIp}:${9000 + servers % 1000}`;
-      await applyConfig(engine, lbId, 'amp', config(lbId, dir, bind, servers, 0));
-      const floor: number[] = [];
-      const apply: number[] = [];
-      for (let r = 1; r <= ROUNDS; r++) {
-        const text = config(lbId, dir, bind, servers, r);
-        const file = join(dir, `floor-${servers}.cfg`);
-        await writeFile(file, text);
-        let t = performance.now();
-        const res = await run([...h.command, '-c', '-q', '-f', file]);
-        floor.push(performance.now() - t);
-        if (res.exitCode !== 0) throw new Error(res.output);
-        t = performance.now();
-        await applyConfig(engine, lbId, 'amp', text);
-        apply.push(performance.now() - t);
+    const agent = await startAgent(h, `${dir}/agent`, net.netns, 19963);
+    const connection = new https.Agent({ keepAlive: true, maxSockets: 1 });
+    const supervisor = new DirectSupervisor(h.command, net.netns, join(agent.basePath, 'haproxy-default-user-group.conf'));
+    try {
+      for (const members of SIZES) {
+        const lbId = `lb-${members}`;
+        // connection_limit stays small: with 10,000 checked servers haproxy needs maxconn x 2 + servers descriptors, and the hard limit here is 20,000.
+        const agentConfig = (limit: number) => config(lbId, net.nsIp, 8080, members, limit, agent.basePath, agent.certDir);
+        const upload = (text: string) => apiRequest(agent, 'PUT', `/1.0/loadbalancer/${agent.amphoraId}/${lbId}/haproxy`, { raw: text, headers: { 'Content-Type': 'text/plain' }, connection });
+        const reload = () => apiRequest(agent, 'PUT', `/1.0/loadbalancer/${lbId}/reload`, { connection });
+        const expect = (status: number, res: { status: number; text: string }, what: string) => {
+          if (res.status !== status) throw new Error(`${what}: ${res.status} ${res.text}`);
+        };
+        expect(202, await upload(agentConfig(1000)), 'upload');
+        expect(202, await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${lbId}/start`, { connection }), 'start');
+
+        // The floor's haproxy: the same config, its own directory and port.
+        const floorDir = join(dir, `floor-${members}`);
+        mkdirSync(floorDir, { recursive: true });
+        const floor = { lbId, files: loadBalancerFiles(floorDir, lbId), peerName: 'floor' };
+        mkdirSync(floor.files.dir, { recursive: true });
+        const floorConfig = (limit: number) => config(lbId, net.nsIp, 8081, members, limit, floorDir, join(floorDir, 'certs'));
+        writeFileSync(floor.files.live, floorConfig(1000));
+        await supervisor.start(floor);
+
+        const agentMs: number[] = [];
+        const floorMs: number[] = [];
+        for (let r = 1; r <= ROUNDS; r++) {
+          const limit = 1000 + r;
+          writeFileSync(floor.files.live, floorConfig(limit));
+          let t = performance.now();
+          const check = await run([...h.command, '-c', '-q', '-f', floor.files.live, '-f', join(agent.basePath, 'haproxy-default-user-group.conf')]);
+          if (check.exitCode !== 0) throw new Error(check.output);
+          const checked = performance.now();
+          await supervisor.reload(floor, await supervisor.status(floor));
+          floorMs.push(performance.now() - t);
+          if (process.env.BENCH_DETAIL) console.log(`  floor: -c ${(checked - t).toFixed(0)} ms, reload ${(performance.now() - checked).toFixed(0)} ms`);
+
+          const text = agentConfig(limit);
+          t = performance.now();
+          expect(202, await upload(text), 'upload');
+          const uploaded = performance.now();
+          expect(202, await reload(), 'reload');
+          agentMs.push(performance.now() - t);
+          if (process.env.BENCH_DETAIL) console.log(`  agent: upload ${(uploaded - t).toFixed(0)} ms, reload ${(performance.now() - uploaded).toFixed(0)} ms`);
+        }
+        const f = median(floorMs);
+        const a = median(agentMs);
+        console.log(`${h.label.padEnd(14)} ${String(members).padStart(7)}   ${f.toFixed(1).padStart(16)} ms   ${a.toFixed(1).padStart(20)} ms   ${(a / f).toFixed(2)}x`);
+        await supervisor.stop(floor);
+        await apiRequest(agent, 'DELETE', `/1.0/loadbalancer/${lbId}/haproxy`, { connection });
       }
-      const f = median(floor);
-      const a = median(apply);
-      console.log(`${h.label.padEnd(14)} ${String(servers).padStart(7)}   ${f.toFixed(1).padStart(14)} ms   ${a.toFixed(1).padStart(9)} ms   ${(a / f).toFixed(2)}x`);
-      await engine.stop(lbId);
+    } finally {
+      connection.destroy();
+      await agent.stop();
     }
   }
 } finally {

@@ -61,6 +61,11 @@ export async function serve(args: string[]): Promise<void> {
   await writeInterfaceFile(networkSettings(config), loopbackInterfaceFile());
 
   const engine = await buildEngine(config, log, dev ? ensureDevVips : undefined);
+  const metrics = new ApplyMetrics();
+  const loadBalancers = new LoadBalancerService({
+    engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }),
+    ...(config.haproxyAmphora.tuneFromAmphoraDetails ? { amphora: await readAmphoraFacts() } : {}),
+  });
   // haproxy's probe (five short haproxy runs) and the recovery of interrupted
   // applies run while the API starts: it answers GET / and /1.0/info at once
   // (what a controller polls for while an amphora boots), and holds every
@@ -71,6 +76,8 @@ export async function serve(args: string[]): Promise<void> {
     log.info({ haproxy: caps.version, initStateAtStartup: caps.initStateAtStartup }, 'haproxy probed');
     const recovered = await engine.recover();
     if (recovered.length > 0) log.warn({ recovered }, 'finished interrupted applies');
+    const caughtUp = await loadBalancers.catchUp();
+    if (caughtUp.length > 0) log.warn({ caughtUp }, 'configs of member changes written again from the spec');
   })();
   let isReady = false;
   ready.then(() => { isReady = true; }, () => {});
@@ -83,16 +90,12 @@ export async function serve(args: string[]): Promise<void> {
   // A failed probe ends the agent through `ready`; /1.0/info would get it as a 500.
   versions.catch(() => {});
   let reloadServerCertificate: () => Promise<void> = async () => {};
-  const metrics = new ApplyMetrics();
   const app = createApp({
     log: log.child({ module: 'api' }),
     engine,
     config: store,
     metrics,
-    loadBalancers: new LoadBalancerService({
-      engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }),
-      ...(config.haproxyAmphora.tuneFromAmphoraDetails ? { amphora: await readAmphoraFacts() } : {}),
-    }),
+    loadBalancers,
     packageVersions: () => versions,
     reloadServerCertificate: () => reloadServerCertificate(),
   });
@@ -141,9 +144,10 @@ export async function serve(args: string[]): Promise<void> {
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     // haproxy keeps running: it is supervised per load balancer, not tied to
     // the API process. Keep-alive connections (the controller's session) are
-    // closed rather than waited for.
+    // closed rather than waited for; configs member calls hold are written.
     process.on(sig, () => {
-      server.close(() => process.exit(0));
+      const written = engine.writeHeldConfigs().catch((err: Error) => log.error({ err: err.message }, 'cannot write held configs'));
+      server.close(() => void written.then(() => process.exit(0)));
       server.closeAllConnections();
       setTimeout(() => process.exit(0), 2000).unref();
     });

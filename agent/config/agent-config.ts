@@ -54,6 +54,8 @@ export interface AgentConfig {
     protectNewMembers: boolean;
     /** Added: seconds a member removed through API 2.0 may keep its sessions before they are closed. */
     memberDrainTimeout: number;
+    /** Milliseconds an API 2.0 member call's config files wait to be written (haproxy/deferred-config.ts). */
+    memberConfigWriteDelayMs: number;
     /** Added: API 1.0 reloads that only add or change members use haproxy's runtime API instead. */
     runtimeMemberChanges: boolean;
     /** Added: refuse API 1.0 configs that run programs, read files outside the load balancer's directories, open the runtime API... (haproxy/config-policy.ts). */
@@ -169,6 +171,7 @@ export function parseAgentConfig(text: string): AgentConfig {
       systemdUnitDir: str(aa, 'systemd_unit_dir', '/usr/lib/systemd/system'),
       protectNewMembers: bool(aa, 'amphora_agent', 'protect_new_members', true),
       memberDrainTimeout: int(aa, 'amphora_agent', 'member_drain_timeout', 30, 0, 86400),
+      memberConfigWriteDelayMs: int(aa, 'amphora_agent', 'member_config_write_delay_ms', 200, 0, 3_600_000),
       runtimeMemberChanges: bool(aa, 'amphora_agent', 'runtime_member_changes', true),
       configPolicy: bool(aa, 'amphora_agent', 'config_policy', true),
     },

@@ -30,9 +30,10 @@ import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './proces
 import { recoverInterruptedReload } from './recovery.js';
 import { StoredLoadBalancers } from './stored.js';
 import { runnableConfig } from './runnable.js';
+import { DeferredConfigs } from './deferred-config.js';
 import type { RuntimeStep } from './runtime-plan.js';
 import { RuntimeApi } from './runtime.js';
-import { changeAtRuntime, type RuntimeChange } from './runtime-change.js';
+import { configFiles, changeAtRuntime, type RuntimeChange } from './runtime-change.js';
 import { parseShowStat, showStat, type StatRow } from './stats.js';
 
 export interface EngineOptions {
@@ -46,6 +47,8 @@ export interface EngineOptions {
   protectNewMembers?: boolean;
   /** How long a member removed at runtime may keep its sessions before they are closed (default 30 s). */
   drainTimeoutMs?: number;
+  /** How long a member call's config files wait to be written (deferred-config.ts). */
+  memberConfigWriteDelayMs?: number;
   /**
    * API 1.0 reloads whose config differs only in members go through the
    * runtime API (default true). Needs `certDir`: a changed certificate always
@@ -91,11 +94,17 @@ export class HaproxyEngine {
   private readonly stored: StoredLoadBalancers;
   /** Per load balancer, the last API 2.0 config found to load as it is (runnableOf). */
   private readonly runsAsIs = new Map<string, string>();
+  /** Member calls' config files, written after they answered. */
+  private readonly deferred: DeferredConfigs;
 
   constructor(private readonly opts: EngineOptions) {
     this.baseDir = resolve(opts.baseDir);
     this.stored = new StoredLoadBalancers(this.baseDir);
     this.pending = new PendingMembers((lbId) => this.files(lbId));
+    this.deferred = new DeferredConfigs((lbId) => {
+      this.lock.run(lbId, () => this.deferred.write(lbId))
+        .catch((err: Error) => opts.log.error({ lbId, err: err.message }, 'cannot write the config of member changes; retried at the next apply'));
+    }, opts.memberConfigWriteDelayMs);
     this.planner = new Planner({
       files: (lbId) => this.files(lbId), acceptedConfig: (lbId) => this.acceptedConfig(lbId),
       running: async (lbId) => (await this.status(lbId)).running,
@@ -126,7 +135,7 @@ export class HaproxyEngine {
 
   /** What applyChange would do with `config` (a dry run). `forceReload`: as in applyChange. */
   plan(lbId: string, config: NewConfig, forceReload: string | null = null): Promise<Plan> {
-    return this.lock.run(lbId, async () => this.planOf(lbId, config, await this.runnableOf(lbId, config), forceReload));
+    return this.locked(lbId, async () => this.planOf(lbId, config, await this.runnableOf(lbId, config), forceReload));
   }
 
   /**
@@ -134,16 +143,28 @@ export class HaproxyEngine {
    * the runtime API when only members changed (the files follow), a
    * validated load otherwise or when `forceReload` gives a reason (changed
    * certificate files). A member edit is planned from its lines when haproxy
-   * runs its base, so its cost does not grow with the load balancer.
-   * `companions` are written with the config.
+   * runs its base, and its config files are written after it answered
+   * (deferred-config.ts), so its cost does not grow with the load balancer.
+   * `companions` are written before it answers.
    */
   applyChange(lbId: string, amphoraId: string, config: NewConfig, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
     return this.writing(lbId, async () => {
       const text = textOf(config);
+      const files = this.files(lbId);
       const runnable = await this.runnableOf(lbId, config);
+      const memberCall = typeof config !== 'string' && opts.forceReload === undefined;
+      // Planned from its lines, a member call reads no file: what earlier calls hold can wait.
+      if (!memberCall || !this.planner.runs(lbId, config.base)) await this.deferred.write(lbId);
       const plan = await this.planOf(lbId, config, runnable, opts.forceReload ?? null);
-      return this.execute(lbId, plan, { text, runnable, amphoraId, candidate: true, companions: opts.companions ?? [] });
-    });
+      const defer = memberCall && plan.kind === 'runtime';
+      if (!defer) await this.deferred.write(lbId);
+      const report = await this.execute(lbId, plan, {
+        text, runnable, amphoraId, candidate: true, companions: opts.companions ?? [], ...(defer ? { deferTo: { marker: files.configBehind } } : {}),
+      });
+      // Written now, the config no longer lags the spec (a catch-up after an agent restart ends here).
+      if (!defer) await removeFile(files.configBehind);
+      return report;
+    }, false);
   }
 
   /**
@@ -163,11 +184,11 @@ export class HaproxyEngine {
 
   /** API 1.0's start: load the accepted config unless haproxy runs (null then). */
   start(lbId: string): Promise<LoadReport | null> {
-    return this.lock.run(lbId, () => this.loadUnlessRunning(lbId));
+    return this.locked(lbId, () => this.loadUnlessRunning(lbId));
   }
 
   stop(lbId: string): Promise<void> {
-    return this.lock.run(lbId, async () => {
+    return this.locked(lbId, async () => {
       await writeFileAtomic(this.files(lbId).stopped, '', 0o600);
       this.planner.forget(lbId);
       await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
@@ -179,7 +200,7 @@ export class HaproxyEngine {
    * (the direct supervisor's watchdog.ts). True when it was started.
    */
   restartIfDead(lbId: string): Promise<boolean> {
-    return this.lock.run(lbId, async () => {
+    return this.locked(lbId, async () => {
       // Checked under the lock: a delete or stop may just have run.
       const files = this.files(lbId);
       if ((await exists(files.stopped)) || !(await exists(files.live)) || !(await exists(files.config))) return false;
@@ -192,6 +213,7 @@ export class HaproxyEngine {
     return this.writing(lbId, async () => {
       const files = this.files(lbId);
       if (!(await exists(files.dir))) return;
+      this.deferred.drop(lbId);
       this.planner.forget(lbId);
       this.runsAsIs.delete(lbId);
       await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
@@ -222,16 +244,28 @@ export class HaproxyEngine {
     return this.pending.reported(lbId, parseShowStat(await showStat(statsSocket(this.baseDir, lbId))));
   }
 
-  /** The accepted config as stored, or null. */
-  acceptedConfig(lbId: string): Promise<string | null> {
-    return this.stored.acceptedConfig(lbId);
+  /** The accepted config (held by a member call, or as stored), or null. */
+  async acceptedConfig(lbId: string): Promise<string | null> {
+    return this.deferred.heldConfig(lbId) ?? this.stored.acceptedConfig(lbId);
+  }
+
+  /** Write the config files member calls hold (at shutdown). */
+  async writeHeldConfigs(): Promise<void> {
+    for (const lbId of this.deferred.ids()) await this.lock.run(lbId, () => this.deferred.write(lbId));
+  }
+
+  /** Load balancers whose config an earlier agent held and never wrote (it was killed): their spec must be applied again. */
+  async configsBehind(): Promise<string[]> {
+    const behind: string[] = [];
+    for (const lbId of await this.stored.directories()) if (await exists(this.files(lbId).configBehind)) behind.push(lbId);
+    return behind;
   }
 
   /** At agent start: finish reloads a crash interrupted (recovery.ts). Returns the load balancers it mended. */
   async recover(): Promise<string[]> {
     const recovered: string[] = [];
     for (const lbId of await this.stored.directories()) {
-      await this.lock.run(lbId, async () => {
+      await this.locked(lbId, async () => {
         if (await recoverInterruptedReload(await this.stored.storedInstance(lbId), this.opts.supervisor, this.opts.log)) recovered.push(lbId);
       });
     }
@@ -248,12 +282,26 @@ export class HaproxyEngine {
 
   // --- internals (callers hold the lock) ---
 
-  /** Under the lock; after a failure the accepted config is read from disk again (stored.ts). */
-  private writing<T>(lbId: string, fn: () => Promise<T>): Promise<T> {
-    return this.lock.run(lbId, () => fn().catch((err: unknown) => {
+  /**
+   * Under the lock, after writing the config files member calls hold: every
+   * operation but a member call's runtime change reads or replaces them.
+   */
+  private locked<T>(lbId: string, fn: () => Promise<T>): Promise<T> {
+    return this.lock.run(lbId, async () => {
+      await this.deferred.write(lbId);
+      return fn();
+    });
+  }
+
+  /** As locked (`writeHeld` false: `fn` writes them itself); after a failure the accepted config is read from disk again (stored.ts). */
+  private writing<T>(lbId: string, fn: () => Promise<T>, writeHeld = true): Promise<T> {
+    return this.lock.run(lbId, async () => {
+      if (writeHeld) await this.deferred.write(lbId);
+      return fn();
+    }).catch((err: unknown) => {
       this.stored.forget(lbId);
       throw err;
-    }));
+    });
   }
 
   private planOf(lbId: string, config: NewConfig, runnable: string, forceReload: string | null): Promise<Plan> {
@@ -273,11 +321,13 @@ export class HaproxyEngine {
       const deps = { lbId, files: this.files(lbId), runtime: this.runtimeApi(lbId), pending: this.pending, log: this.opts.log };
       const done = await changeAtRuntime(deps, change, plan.steps);
       if (typeof done !== 'string') {
+        if (change.deferTo) this.deferred.hold(lbId, change.text, configFiles(deps.files, change), change.deferTo.marker);
         this.stored.remember(lbId, change.text);
         this.planner.ran(lbId, change.text);
         return { outcome: 'runtime', steps: plan.steps, reloadReason: null, pending: done.pending, load: null };
       }
       reason = done;
+      await this.deferred.write(lbId); // the reload replaces the files a member call holds
     } else {
       reason = plan.reason;
     }

@@ -35,6 +35,8 @@ export interface LoadBalancerFiles {
   spec: string;
   /** API 2.0 member calls since spec.json, one JSON line each (spec-store.ts). */
   specJournal: string;
+  /** Present while a member call's config is not yet written (deferred-config.ts). */
+  configBehind: string;
 }
 
 export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFiles {
@@ -56,6 +58,7 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
     pendingReady: join(dir, 'pending-ready.json'),
     spec: join(dir, 'spec.json'),
     specJournal: join(dir, 'spec.journal'),
+    configBehind: join(dir, 'config.behind'),
   };
 }
 

@@ -49,9 +49,14 @@ export class Planner {
     return this.plan(lbId, 'reload', text, runnable, await this.reloadFirst(lbId));
   }
 
+  /** Whether haproxy runs `text`, as this process last applied or loaded it. */
+  runs(lbId: string, text: string): boolean {
+    return this.applied.get(lbId) === text;
+  }
+
   /** A member edit: from its lines when haproxy runs its base, as a whole otherwise. */
   member(lbId: string, edit: MemberEdit, runnable: string): Promise<Plan> {
-    if (this.applied.get(lbId) === edit.base) return Promise.resolve(planMemberLines(edit.lines));
+    if (this.runs(lbId, edit.base)) return Promise.resolve(planMemberLines(edit.lines));
     return this.plan(lbId, 'put', edit.text, runnable, null);
   }
 

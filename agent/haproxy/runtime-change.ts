@@ -4,7 +4,9 @@
 // keeps the members. Their data syncs while haproxy takes the commands; they
 // are renamed into place once haproxy took them all, and discarded if it
 // refused one or did not answer: the caller then reloads instead, for the
-// reason returned.
+// reason returned. An API 2.0 member call leaves the config files to the
+// caller (deferred-config.ts): only its companions and the marker that says
+// the config is behind are written here.
 import type { Logger } from '../log.js';
 import { stageFiles, type FileContent } from '../system/files.js';
 import { memberKey, type LoadBalancerFiles } from './layout.js';
@@ -27,6 +29,15 @@ export interface RuntimeChange {
   /** `text` as this haproxy binary loads it. */
   runnable: string;
   companions: FileContent[];
+  /** A member call's: the config files are written later, and this marker now. */
+  deferTo?: { marker: string };
+}
+
+/** The accepted and live config files of a change: one text (one write, two names) unless this haproxy needs its own syntax. */
+export function configFiles(files: LoadBalancerFiles, change: Pick<RuntimeChange, 'text' | 'runnable'>): FileContent[] {
+  return change.runnable === change.text
+    ? [{ path: [files.config, files.live], data: change.text }]
+    : [{ path: files.config, data: change.text }, { path: files.live, data: change.runnable }];
 }
 
 /** The members now pending ("backend/server"), or why haproxy could not take the steps. */
@@ -51,13 +62,8 @@ export async function changeAtRuntime(deps: RuntimeChangeDeps, change: RuntimeCh
 }
 
 async function commandsWithFiles(deps: RuntimeChangeDeps, change: RuntimeChange, steps: RuntimeStep[]): Promise<RuntimeResult> {
-  const { files } = deps;
-  // Accepted and live config are one text (one write, two names) unless this
-  // haproxy needs its own syntax.
-  const configs = change.runnable === change.text
-    ? [{ path: [files.config, files.live], data: change.text }]
-    : [{ path: files.config, data: change.text }, { path: files.live, data: change.runnable }];
-  const staging = stageFiles([...configs, ...change.companions]);
+  const now = change.deferTo ? [{ path: change.deferTo.marker, data: '' }] : configFiles(deps.files, change);
+  const staging = stageFiles([...now, ...change.companions]);
   staging.catch(() => undefined); // its failure is handled below, not an unhandled rejection meanwhile
   let result: RuntimeResult;
   try {

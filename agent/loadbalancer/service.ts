@@ -344,6 +344,26 @@ export class LoadBalancerService {
     return done;
   }
 
+  /**
+   * At agent start: the load balancers whose config a killed agent held back
+   * after member calls (haproxy/deferred-config.ts) get their stored spec
+   * applied again, as a whole-spec PUT of it would. Returns them.
+   */
+  async catchUp(): Promise<string[]> {
+    const caughtUp: string[] = [];
+    for (const lbId of await this.deps.engine.configsBehind()) {
+      await this.lock.run(lbId, async () => {
+        const current = await this.journaled(lbId);
+        if (current === null) return;
+        const rendered = renderLoadBalancer(current.stored.spec, this.deps.config.current.render, await this.renderTarget());
+        if (rendered.haproxyConfig === null) return;
+        await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), rendered.haproxyConfig);
+        caughtUp.push(lbId);
+      });
+    }
+    return caughtUp;
+  }
+
   async get(lbId: string): Promise<(StoredSpec & { config: string }) | null> {
     const stored = await this.lock.run(lbId, () => this.stored(lbId));
     if (!stored) return null;

@@ -2,11 +2,12 @@
 // every haproxy version: one member put or removed at a time under load,
 // through the runtime API (reload counter and worker pid unchanged, 0 failed
 // requests), a new member held until its check passes, removal drained, the
-// load balancer's ETag and If-Match shared with whole-spec PUTs, and the
-// journal read back after an agent restart.
+// load balancer's ETag and If-Match shared with whole-spec PUTs, the config
+// files written after the call (at SIGTERM at the latest, from the spec after
+// a SIGKILL), and the journal read back after an agent restart.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
@@ -56,6 +57,7 @@ HAPROXIES.forEach((h, hi) => {
     apiRequest(agent, 'PUT', `${memberPath(id)}${query}`, { body, headers });
   const deleteMember = (id: string, headers: Record<string, string> = {}) => apiRequest(agent, 'DELETE', memberPath(id), { headers });
   const getLb = () => apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}`);
+  const configFile = () => join(agent.basePath, LB, 'haproxy.cfg');
 
   t.before(loud(async () => {
     net = createTestNetwork();
@@ -145,7 +147,7 @@ HAPROXIES.forEach((h, hi) => {
     const got = await getLb();
     assert.is(got.headers.etag, next, 'GET has the member call\'s ETag');
     assert.match(got.json.config, /^ {4}server m3 /m);
-    assert.is(got.json.config, readFileSync(join(agent.basePath, LB, 'haproxy.cfg'), 'utf8'));
+    await waitFor('the config on disk', () => readFileSync(configFile(), 'utf8') === got.json.config, 10_000);
     // The same spec through a whole PUT: unchanged, and the same ETag.
     const whole = await apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}`, { body: got.json.spec });
     assert.is(whole.json.result, 'unchanged', whole.text);
@@ -188,7 +190,43 @@ HAPROXIES.forEach((h, hi) => {
     const stored = (final.json.spec.listeners[0].default_pool.members as { id: string; weight: number }[]).map((m) => `${m.id}:${m.weight}`).sort();
     const running = (await servers()).map((s) => `${s.server}:${s.raw.split(/\s+/)[7]}`).sort();
     assert.equal(running, stored, 'haproxy runs the stored spec');
-    assert.is(final.json.config, readFileSync(join(agent.basePath, LB, 'haproxy.cfg'), 'utf8'));
+    // A member call's config files follow it (deferred-config.ts): within the delay, then no marker is left.
+    await waitFor('the config on disk', () => readFileSync(configFile(), 'utf8') === final.json.config, 10_000);
+    await waitFor('no config.behind', () => !existsSync(join(agent.basePath, LB, 'config.behind')), 10_000);
+  });
+
+  t('config files held by member calls: written at SIGTERM; after SIGKILL, written from the spec at start', async () => {
+    const behind = join(agent.basePath, LB, 'config.behind');
+    const hold = async () => {
+      await agent.stop();
+      // Held for an hour: nothing but the agent's exit or its next start writes them.
+      agent = await startAgent(h, dir, net.netns, agentPort, undefined, ['member_config_write_delay_ms = 3600000']);
+    };
+    await hold();
+    const termed = await putMember('held-term', { address: net.hostIp, protocol_port: 65001, weight: 4 });
+    assert.is(termed.json.result, 'runtime', termed.text);
+    assert.ok(existsSync(behind), 'the marker is on disk before the call answers');
+    assert.not.match(readFileSync(configFile(), 'utf8'), /server held-term /);
+    await agent.stop();
+    assert.match(readFileSync(configFile(), 'utf8'), /server held-term /, 'written at SIGTERM');
+    assert.not.ok(existsSync(behind));
+
+    agent = await startAgent(h, dir, net.netns, agentPort, undefined, ['member_config_write_delay_ms = 3600000']);
+    const killed = await putMember('held-kill', { address: net.hostIp, protocol_port: 65002, weight: 5 });
+    assert.is(killed.json.result, 'runtime', killed.text);
+    assert.not.match(readFileSync(configFile(), 'utf8'), /server held-kill /);
+    agent.process.kill('SIGKILL');
+    await agent.stop();
+    assert.ok(existsSync(behind));
+    agent = await startAgent(h, dir, net.netns, agentPort);
+    const got = await getLb();
+    assert.match(readFileSync(configFile(), 'utf8'), /server held-kill /, 'written from the spec at start');
+    assert.is(got.json.config, readFileSync(configFile(), 'utf8'));
+    assert.not.ok(existsSync(behind));
+    const running = (await servers()).map((s) => s.server);
+    assert.ok(running.includes('held-kill') && running.includes('held-term'), running.join());
+    assert.is((await deleteMember('held-term')).json.result, 'runtime');
+    assert.is((await deleteMember('held-kill')).json.result, 'runtime');
   });
 
   t('after an agent restart the journal gives back the spec and ETag; the next member call is runtime', async () => {
