@@ -7,6 +7,7 @@ import { ConfigStore } from '../config/store.js';
 import { HeartbeatSender } from '../health/sender.js';
 import { buildEngine, packageVersions } from '../agent.js';
 import { restartDead } from '../haproxy/watchdog.js';
+import { repeatAfter } from '../repeat.js';
 import { markHaproxy } from '../keepalived/haproxy-track.js';
 import { createApp } from '../api/app.js';
 import { ApplyMetrics } from '../loadbalancer/metrics.js';
@@ -61,7 +62,7 @@ export async function serve(args: string[]): Promise<void> {
   await writeInterfaceFile(networkSettings(config), loopbackInterfaceFile());
 
   const engine = await buildEngine(config, log, dev ? ensureDevVips : undefined);
-  const metrics = new ApplyMetrics();
+  const metrics = new ApplyMetrics(() => engine.supervisionOfAll());
   const loadBalancers = new LoadBalancerService({
     engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }),
     ...(config.haproxyAmphora.tuneFromAmphoraDetails ? { amphora: await readAmphoraFacts() } : {}),
@@ -121,11 +122,13 @@ export async function serve(args: string[]): Promise<void> {
     // systemd restarts a dead haproxy (Restart=always); without it, the agent does.
     // A haproxy that cannot be started again gives up the VIP at once (ACTIVE_STANDBY).
     const basePath = config.haproxyAmphora.basePath;
-    setInterval(() => void restartDead(engine, log, (lbId, running) => markHaproxy(basePath, lbId, running)), 2000).unref();
+    // Dead haproxies: the first restart at once, then with growing delays (README, "Supervision").
+    repeatAfter(2000, () => restartDead(engine, log, (lbId, running) => markHaproxy(basePath, lbId, running),
+      (lbId, outcome) => metrics.haproxyRestart(lbId, outcome)));
   }
   // Members added at runtime on a haproxy without a working init-state wait in
   // maintenance until a check passes; this makes them ready soon after.
-  setInterval(() => void engine.promotePending(), 200).unref();
+  repeatAfter(200, () => engine.promotePending());
   // The heartbeat runs in this process: building it takes milliseconds and
   // happens once per heartbeat_interval, so it does not hold up the API.
   new HeartbeatSender({ config: store, log: log.child({ module: 'heartbeat' }), loadBalancerIds: () => engine.loadBalancerIds(), stats: (lbId) => engine.stats(lbId) }).start();

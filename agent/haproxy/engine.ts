@@ -28,6 +28,8 @@ import type { Plan } from './plan.js';
 import { Planner, type MemberEdit } from './planner.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
 import { recoverInterruptedReload } from './recovery.js';
+import { RestartBackoff } from './restart-backoff.js';
+import type { UnitState } from './systemd-unit.js';
 import { StoredLoadBalancers } from './stored.js';
 import { runnableConfig } from './runnable.js';
 import { DeferredConfigs } from './deferred-config.js';
@@ -86,8 +88,19 @@ interface Change extends RuntimeChange {
   candidate: boolean;
 }
 
+/** What the watchdog's check found: haproxy runs, was stopped on purpose, was started again, or is dead and waits for its restart. */
+export type Supervised = 'running' | 'stopped' | 'started' | 'waiting';
+
+/** GET /2.0/loadbalancers/<id>/status's `haproxy`: systemd's unit state, or the direct supervisor's restarts. */
+export type Supervision = { running: boolean; stopped_by_signal: boolean } & (
+  | { process_manager: 'systemd'; unit: UnitState }
+  | { process_manager: 'direct'; restart: { state: 'running' | 'stopped' | 'waiting' | 'dead'; restarts_in_a_row: number; next_restart_in_s: number; last_error: string | null } }
+);
+
 export class HaproxyEngine {
   private readonly lock = new KeyedLock();
+  /** The direct supervisor's restart delays (watchdog.ts); kept here so status and metrics read them. */
+  readonly restartBackoff: RestartBackoff;
   private readonly baseDir: string;
   private readonly pending: PendingMembers;
   private readonly planner: Planner;
@@ -99,6 +112,7 @@ export class HaproxyEngine {
 
   constructor(private readonly opts: EngineOptions) {
     this.baseDir = resolve(opts.baseDir);
+    this.restartBackoff = new RestartBackoff();
     this.stored = new StoredLoadBalancers(this.baseDir);
     this.pending = new PendingMembers((lbId) => this.files(lbId));
     this.deferred = new DeferredConfigs((lbId) => {
@@ -191,21 +205,49 @@ export class HaproxyEngine {
     return this.locked(lbId, async () => {
       await writeFileAtomic(this.files(lbId).stopped, '', 0o600);
       this.planner.forget(lbId);
+      this.restartBackoff.forget(lbId);
       await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
     });
   }
 
   /**
-   * Start haproxy again if it died although it was not stopped on purpose
-   * (the direct supervisor's watchdog.ts). True when it was started.
+   * The direct supervisor's check (watchdog.ts): start haproxy again if it
+   * died although it was not stopped on purpose, when `mayRestart` (asked
+   * only then) allows it.
    */
-  restartIfDead(lbId: string): Promise<boolean> {
+  restartIfDead(lbId: string, mayRestart: () => boolean = () => true): Promise<Supervised> {
     return this.locked(lbId, async () => {
       // Checked under the lock: a delete or stop may just have run.
       const files = this.files(lbId);
-      if ((await exists(files.stopped)) || !(await exists(files.live)) || !(await exists(files.config))) return false;
-      return (await this.loadUnlessRunning(lbId, 'haproxy is not running; starting it again')) !== null;
+      if ((await exists(files.stopped)) || !(await exists(files.live)) || !(await exists(files.config))) return 'stopped';
+      const { text, amphoraId } = await this.stored.accepted(lbId);
+      const inst = this.stored.instance(lbId, amphoraId);
+      if ((await this.opts.supervisor.status(inst)).running) return 'running';
+      if (!mayRestart()) return 'waiting';
+      this.opts.log.warn({ lbId }, 'haproxy is not running; starting it again');
+      await this.load(inst, text, await this.runnable(text));
+      return 'started';
     });
+  }
+
+  /** supervision() of every load balancer. */
+  async supervisionOfAll(): Promise<{ lbId: string; supervision: Supervision }[]> {
+    return Promise.all((await this.loadBalancerIds()).map(async (lbId) => ({ lbId, supervision: await this.supervision(lbId) })));
+  }
+
+  /** Who keeps this load balancer's haproxy running, and how that goes (GET /2.0/.../status, metrics). */
+  async supervision(lbId: string): Promise<Supervision> {
+    const inst = await this.stored.storedInstance(lbId);
+    const status = await this.opts.supervisor.status(inst);
+    const base = { running: status.running, stopped_by_signal: status.stopped === true };
+    const stoppedOnPurpose = await exists(this.files(lbId).stopped);
+    const unit = await this.opts.supervisor.unitState?.(inst);
+    if (unit) return { process_manager: 'systemd', ...base, unit };
+    const r = this.restartBackoff.state(lbId, Date.now());
+    return {
+      process_manager: 'direct', ...base,
+      restart: { state: status.running ? 'running' : stoppedOnPurpose ? 'stopped' : r.state === 'waiting' ? 'waiting' : 'dead', restarts_in_a_row: r.restartsInARow, next_restart_in_s: r.nextRestartInS, last_error: r.lastError },
+    };
   }
 
   /** Stop haproxy and remove everything the agent keeps for this load balancer. */
@@ -216,6 +258,7 @@ export class HaproxyEngine {
       this.deferred.drop(lbId);
       this.planner.forget(lbId);
       this.runsAsIs.delete(lbId);
+      this.restartBackoff.forget(lbId);
       await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
       await removeTree(files.dir);
       this.stored.remember(lbId, null);
@@ -354,11 +397,10 @@ export class HaproxyEngine {
     }
   }
 
-  private async loadUnlessRunning(lbId: string, why?: string): Promise<LoadReport | null> {
+  private async loadUnlessRunning(lbId: string): Promise<LoadReport | null> {
     const { text, amphoraId } = await this.stored.accepted(lbId);
     const inst = this.stored.instance(lbId, amphoraId);
     if ((await this.opts.supervisor.status(inst)).running) return null;
-    if (why) this.opts.log.warn({ lbId }, why);
     return this.load(inst, text, await this.runnable(text));
   }
 

@@ -49,6 +49,8 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
   const started = Date.now();
   const { files, lbId } = inst;
   const before = await deps.supervisor.status(inst);
+  // Nothing is written: a stopped master would take neither a reload nor a runtime command.
+  if (before.stopped) throw new HaproxyFailedError('reload', `haproxy's master (pid ${before.masterPid}) is stopped (SIGSTOP or a debugger); it can reload once it is continued (SIGCONT)`);
   // Protection edits the text haproxy loads: line numbers are those of the runnable text.
   const config = readConfig(runnableText);
   const running = before.running ? await runningState(inst, config.serverStateFile, deps.log) : null;

@@ -4,11 +4,12 @@
 // reload is verified on the master CLI: it succeeded only when a new worker
 // answers; otherwise the old workers keep serving and the caller gets an error.
 import { HaproxyFailedError } from './errors.js';
+import type { UnitState } from './systemd-unit.js';
 import type { LoadBalancerFiles } from './layout.js';
 import {
   currentWorker, masterCommand, parseShowProc, type ProcessTable,
 } from './master-cli.js';
-import { isProcessAlive, readPidFile, terminateProcess } from '../system/proc.js';
+import { isProcessAlive, isProcessStopped, readPidFile, terminateProcess } from '../system/proc.js';
 import { launchDaemon } from '../system/exec.js';
 import { ensureNetns } from '../system/netns.js';
 
@@ -25,6 +26,11 @@ export interface HaproxyStatus {
   /** The worker serving new connections. */
   workerPid: number | null;
   table: ProcessTable | null;
+  /**
+   * The master is stopped (SIGSTOP, a debugger): alive, so not restarted, but
+   * it answers nothing; asking its CLI would only wait for a timeout.
+   */
+  stopped?: boolean;
 }
 
 export interface HaproxySupervisor {
@@ -33,6 +39,8 @@ export interface HaproxySupervisor {
   reload(inst: HaproxyInstance, before: HaproxyStatus): Promise<HaproxyStatus>;
   stop(inst: HaproxyInstance): Promise<void>;
   status(inst: HaproxyInstance): Promise<HaproxyStatus>;
+  /** systemd only: the unit's state (failed after too many restarts). */
+  unitState?(inst: HaproxyInstance): Promise<UnitState>;
 }
 
 /** How long a reload or start may take before it counts as failed (large configs load slowly). */
@@ -45,6 +53,7 @@ export async function readStatus(files: LoadBalancerFiles): Promise<HaproxyStatu
   if (!masterPid || !(await isProcessAlive(masterPid))) {
     return { running: false, masterPid: null, workerPid: null, table: null };
   }
+  if (await isProcessStopped(masterPid)) return { running: true, masterPid, workerPid: null, table: null, stopped: true };
   const table = await showProc(files.masterSocket);
   return { running: true, masterPid, workerPid: table ? currentWorker(table) : null, table };
 }
@@ -53,12 +62,17 @@ async function showProc(socket: string): Promise<ProcessTable | null> {
   return masterCommand(socket, 'show proc', 2000).then(parseShowProc).catch(() => null);
 }
 
-/** Wait until the master lists a worker that answers on the runtime API. */
-export async function waitForFirstWorker(files: LoadBalancerFiles, action: string): Promise<HaproxyStatus> {
+/**
+ * Wait until the master lists a worker that answers on the runtime API.
+ * `masterPid`: the master just launched; once it is gone the start failed
+ * (no need to wait out the deadline).
+ */
+export async function waitForFirstWorker(files: LoadBalancerFiles, action: string, masterPid: number | null = null): Promise<HaproxyStatus> {
   const deadline = Date.now() + LOAD_TIMEOUT_MS;
   for (;;) {
     const status = await readStatus(files);
     if (status.workerPid && (await workerAnswers(files.masterSocket, status.workerPid))) return status;
+    if (masterPid !== null && !(await isProcessAlive(masterPid))) throw new HaproxyFailedError(action, `haproxy (master pid ${masterPid}) exited before a worker answered`);
     if (Date.now() > deadline) throw new HaproxyFailedError(action, 'no haproxy worker came up');
     await sleep(10);
   }
@@ -158,7 +172,8 @@ export class DirectSupervisor implements HaproxySupervisor {
     if (this.netns) await ensureNetns(this.netns);
     const res = await launchDaemon(argv, files.launchLog, { netns: this.netns });
     if (res.exitCode !== 0) throw new HaproxyFailedError('start', res.output.trim() || `exit code ${res.exitCode}`);
-    return waitForFirstWorker(files, 'start');
+    // haproxy -D writes the daemon's pid before its launcher exits.
+    return waitForFirstWorker(files, 'start', await readPidFile(files.pidFile));
   }
 
   async reload(inst: HaproxyInstance, before: HaproxyStatus): Promise<HaproxyStatus> {

@@ -6,10 +6,14 @@ import { renderTemplate } from '../templates.js';
 import { run } from '../system/exec.js';
 import { readTextIfExists, writeFileAtomic } from '../system/files.js';
 import { HaproxyFailedError } from './errors.js';
+import { parseUnitState, UNIT_PROPERTIES, type UnitState } from './systemd-unit.js';
 import {
   readStatus, waitForFirstWorker, waitForReload,
   type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor,
 } from './process.js';
+
+/** A status question must not hold /status or a metrics scrape: systemd answers in milliseconds when it answers at all. */
+const SHOW_TIMEOUT_MS = 5000;
 
 /** systemctl's words for a reload of a unit that is not running (systemd's BUS_ERROR_UNIT_INACTIVE). */
 const UNIT_INACTIVE = /is not active, cannot reload/;
@@ -54,6 +58,9 @@ export class SystemdSupervisor implements HaproxySupervisor {
 
   async start(inst: HaproxyInstance): Promise<HaproxyStatus> {
     await this.installUnit(inst);
+    // A start on request is allowed again after the unit hit its start limit
+    // (failed): the controller or operator asks for it, not a crash loop.
+    await run(['systemctl', 'reset-failed', this.unitName(inst)], { timeoutMs: SHOW_TIMEOUT_MS });
     await this.systemctl('start', this.unitName(inst));
     return waitForFirstWorker(inst.files, 'start');
   }
@@ -80,5 +87,11 @@ export class SystemdSupervisor implements HaproxySupervisor {
 
   status(inst: HaproxyInstance): Promise<HaproxyStatus> {
     return readStatus(inst.files);
+  }
+
+  async unitState(inst: HaproxyInstance): Promise<UnitState> {
+    const name = this.unitName(inst);
+    const res = await run(['systemctl', 'show', ...UNIT_PROPERTIES.flatMap((p) => ['-p', p]), name], { timeoutMs: SHOW_TIMEOUT_MS });
+    return parseUnitState(name, res.exitCode === 0 ? res.stdout : '');
   }
 }

@@ -1,6 +1,9 @@
 // Direct supervision's answer to systemd's Restart=always: every load
 // balancer whose haproxy died although it was not stopped on purpose is
-// started again. Under systemd the units do this themselves.
+// started again, the first time at once, then with growing delays while it
+// keeps dying (restart-backoff.ts). Under systemd the units do this themselves,
+// within their start limit. A stopped (SIGSTOP) haproxy is alive: it is not
+// restarted, which would start a second one beside it.
 import type { Logger } from '../log.js';
 import type { HaproxyEngine } from './engine.js';
 
@@ -11,17 +14,45 @@ import type { HaproxyEngine } from './engine.js';
  */
 export type RestartOutcome = (lbId: string, running: boolean) => Promise<void>;
 
-/** One pass over the load balancers; returns those it started again. */
-export async function restartDead(engine: HaproxyEngine, log: Logger, outcome?: RestartOutcome): Promise<string[]> {
+/** Counts restart attempts (loadbalancer/metrics.ts). */
+export type RestartCounter = (lbId: string, outcome: 'started' | 'failed') => void;
+
+const seconds = (ms: number) => Math.round(ms / 1000);
+
+/**
+ * One pass over the load balancers; returns those it started again. Logs one
+ * line per decision (dead, restarted, waiting, failed, back to normal), not
+ * one per pass.
+ */
+export async function restartDead(engine: HaproxyEngine, log: Logger, outcome?: RestartOutcome, count?: RestartCounter): Promise<string[]> {
+  const backoff = engine.restartBackoff;
   const restarted: string[] = [];
   for (const lbId of await engine.loadBalancerIds()) {
     let running: boolean;
     try {
-      if (!(await engine.restartIfDead(lbId))) continue;
+      const found = await engine.restartIfDead(lbId, () => {
+        const now = Date.now();
+        const v = backoff.dead(lbId, now);
+        if (v.newlyDead && !v.restart) {
+          log.warn({ lbId, restartsInARow: v.restartsInARow, nextRestartInS: seconds(v.nextAttemptAt - now) },
+            `haproxy died again within ${seconds(backoff.policy.stableAfterMs)} s of its restart; next restart in ${seconds(v.nextAttemptAt - now)} s`);
+        }
+        return v.restart;
+      });
+      if (found === 'running' || found === 'stopped') {
+        if (backoff.fine(lbId, Date.now()) && found === 'running') log.info({ lbId }, 'haproxy runs; its restart delays are reset');
+        continue;
+      }
+      if (found === 'waiting') continue;
+      backoff.started(lbId, Date.now());
+      count?.(lbId, 'started');
       restarted.push(lbId);
       running = true;
     } catch (err) {
-      log.error({ lbId, err: (err as Error).message }, 'restarting haproxy failed');
+      const now = Date.now();
+      const next = backoff.failed(lbId, now, (err as Error).message);
+      count?.(lbId, 'failed');
+      log.error({ lbId, err: (err as Error).message, nextRestartInS: seconds(next - now) }, `restarting haproxy failed; next attempt in ${seconds(next - now)} s`);
       running = false;
     }
     await outcome?.(lbId, running).catch((err: Error) => log.warn({ lbId, err: err.message }, 'cannot record haproxy\'s state for keepalived'));

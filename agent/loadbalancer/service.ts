@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
-import type { ChangeReport, HaproxyEngine } from '../haproxy/engine.js';
+import type { ChangeReport, HaproxyEngine, Supervision } from '../haproxy/engine.js';
 import type { MemberEdit } from '../haproxy/planner.js';
 import { KeyedLock } from '../haproxy/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
@@ -388,16 +388,17 @@ export class LoadBalancerService {
     });
   }
 
-  async status(lbId: string): Promise<LoadBalancerStatus | null> {
+  async status(lbId: string): Promise<(LoadBalancerStatus & { haproxy: Supervision }) | null> {
     const stored = this.specs.get(lbId)?.stored ?? (await this.lock.run(lbId, () => this.stored(lbId))); // no wait behind a drain
     if (!stored) return null;
-    const rows = await this.deps.engine.stats(lbId).catch(() => []);
+    // Asked together: a haproxy that does not answer costs one socket timeout, not two.
+    const [rows, haproxy] = await Promise.all([this.deps.engine.stats(lbId).catch(() => []), this.deps.engine.supervision(lbId)]);
     const base = this.deps.config.current.haproxyAmphora.basePath;
     const lvs: Record<string, string> = {};
     for (const id of lvsListeners(stored.spec)) {
       lvs[id] = await lvsStatus(base, id, (await readTextIfExists(lvsInstance(base, id).config)) ?? '');
     }
-    return loadBalancerStatus(stored.spec, rows, lvs);
+    return { ...loadBalancerStatus(stored.spec, rows, lvs), haproxy };
   }
 
   putCertificate(lbId: string, name: string, pem: Buffer): Promise<void> {

@@ -2,17 +2,28 @@
 // kill(pid, 0) would still succeed on it.
 import { readFile } from 'node:fs/promises';
 
-export async function isProcessAlive(pid: number): Promise<boolean> {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
+/** The process's state letter (R, S, D, T stopped, t traced, Z zombie...), or null when there is no such process. */
+export async function processState(pid: number): Promise<string | null> {
+  if (!Number.isInteger(pid) || pid <= 0) return null;
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     // Field 3 is the state; the command name in field 2 may contain spaces, so
     // read after its closing parenthesis.
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
   } catch {
-    return false;
+    return null;
   }
+}
+
+export async function isProcessAlive(pid: number): Promise<boolean> {
+  const state = await processState(pid);
+  return state !== null && state !== 'Z' && state !== 'X';
+}
+
+/** Stopped by a signal (SIGSTOP, SIGTSTP) or a debugger: alive, but it runs nothing until continued. */
+export async function isProcessStopped(pid: number): Promise<boolean> {
+  const state = await processState(pid);
+  return state === 'T' || state === 't';
 }
 
 export async function readPidFile(path: string): Promise<number | null> {

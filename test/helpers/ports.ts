@@ -25,6 +25,8 @@ const BLOCKS = {
   'server-state-newline': [20500, 100],
   'systemd-reload': [20600, 100],
   'octavia-network-releases': [20700, 100],
+  'supervisor-backoff': [21000, 50],
+  'haproxy-hang': [21050, 50],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;

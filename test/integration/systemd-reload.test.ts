@@ -54,4 +54,42 @@ test('reload of an inactive unit ("is not active, cannot reload") starts it and 
   }
 });
 
+test('a unit past its start limit is reported failed (systemctl show); a start on request runs reset-failed first', async () => {
+  const dir = await testDir('sec3-systemd-failed');
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+  const files = loadBalancerFiles(dir, LB);
+  mkdirSync(files.dir, { recursive: true });
+  // systemd 252's answer for a unit that hit StartLimitBurst, and a start that fails as it would then.
+  writeFileSync(join(bin, 'systemctl'), [
+    '#!/bin/sh',
+    `echo "$@" >> ${dir}/calls`,
+    'case "$1" in',
+    '  show) printf "Result=start-limit-hit\\nNRestarts=5\\nLoadState=loaded\\nActiveState=failed\\nSubState=failed\\n" ;;',
+    `  start) echo "Job for $2 failed because the control process exited with error code." >&2; exit 1 ;;`,
+    'esac',
+    'exit 0',
+    '',
+  ].join('\n'));
+  chmodSync(join(bin, 'systemctl'), 0o755);
+  const path = process.env.PATH;
+  process.env.PATH = `${bin}:${path}`;
+  try {
+    mkdirSync(join(dir, 'units'));
+    const sup = new SystemdSupervisor(['/usr/sbin/haproxy'], 'unused', join(dir, 'ug.conf'), join(dir, 'units'));
+    const inst = { lbId: LB, files, peerName: 'peer' };
+    const unit = await sup.unitState(inst);
+    assert.equal(unit, {
+      name: `haproxy-${LB}.service`, load_state: 'loaded', active_state: 'failed', sub_state: 'failed',
+      result: 'start-limit-hit', restarts: 5, failed: true,
+    });
+    await sup.start(inst).then(() => assert.unreachable('the start should fail'), (err: Error) => assert.match(err.message, /control process exited/));
+    const calls = readFileSync(join(dir, 'calls'), 'utf8').trim().split('\n');
+    assert.ok(calls[0]!.startsWith(`show -p LoadState -p ActiveState -p SubState -p Result -p NRestarts haproxy-${LB}.service`), calls[0]);
+    assert.equal(calls.slice(-2), [`reset-failed haproxy-${LB}.service`, `start haproxy-${LB}.service`]);
+  } finally {
+    process.env.PATH = path;
+  }
+});
+
 test.run();

@@ -12,6 +12,11 @@ test('haproxy unit: master-worker with systemd notify in the namespace, master C
   assert.match(unit, /^Type=notify$/m);
   assert.match(unit, /^ExecReload=\/bin\/kill -USR2 \$MAINPID$/m);
   assert.not.match(unit, /^Exec[^\n]* -c /m);
+  // Restart=always within a start limit: past it the unit is failed and the agent reports it.
+  assert.match(unit, /^Restart=always$/m);
+  assert.match(unit, /^StartLimitIntervalSec=60$/m);
+  assert.match(unit, /^StartLimitBurst=5$/m);
+  assert.ok(unit.indexOf('StartLimitBurst') < unit.indexOf('[Service]'), 'start limits belong in [Unit]');
   assert.match(unit, /^Environment="CONFIG=\/var\/lib\/octavia\/lb1\/haproxy\.live\.cfg"/m);
 });
 

@@ -145,6 +145,29 @@ export function openApiDocument(): object {
                 },
               },
             },
+            haproxy: {
+              type: 'object',
+              description: 'Who keeps haproxy running: the direct supervisor\'s restarts (restart) or the systemd unit (unit)',
+              properties: {
+                process_manager: { type: 'string', enum: ['direct', 'systemd'] },
+                running: { type: 'boolean' },
+                stopped_by_signal: { type: 'boolean' },
+                restart: {
+                  type: 'object',
+                  properties: {
+                    state: { type: 'string', enum: ['running', 'stopped', 'waiting', 'dead'] }, restarts_in_a_row: { type: 'integer' },
+                    next_restart_in_s: { type: 'integer' }, last_error: { type: ['string', 'null'] },
+                  },
+                },
+                unit: {
+                  type: 'object',
+                  properties: {
+                    name: { type: 'string' }, load_state: { type: 'string' }, active_state: { type: 'string' }, sub_state: { type: 'string' },
+                    result: { type: 'string' }, restarts: { type: 'integer' }, failed: { type: 'boolean' },
+                  },
+                },
+              },
+            },
           },
         },
         Error: {
