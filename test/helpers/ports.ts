@@ -25,6 +25,9 @@ const BLOCKS = {
   'server-state-newline': [20500, 100],
   'systemd-reload': [20600, 100],
   'octavia-network-releases': [20700, 100],
+  'api-abuse': [21100, 50],
+  'disk-full': [21150, 50],
+  soak: [21200, 100],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;
