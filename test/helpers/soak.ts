@@ -26,6 +26,8 @@ export interface SoakOptions {
   ports: SoakPorts;
   /** Sample RSS and fds every this many applies. */
   sampleEvery: number;
+  /** Applies before the slopes start: the heap grows to its working size (default a tenth of the run). */
+  warmup?: number;
   /** Requests per second to each load balancer. */
   rate?: number;
   progress?: (line: string) => void;
@@ -56,7 +58,7 @@ export interface SoakResult {
   /** Files under base_path that grew over the run, with their sizes before and after. */
   grown: string[];
   samples: Sample[];
-  /** Least-squares slopes after the warm-up (the first tenth of the run). */
+  /** Least-squares slopes after the warm-up. */
   rssKbPer1000: number;
   fdsPer1000: number;
 }
@@ -245,8 +247,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       [V1]: (await agentHaproxy(a, V1).processes()).reloads - reloadsBefore[V1]!,
       [V2]: (await agentHaproxy(a, V2).processes()).reloads - reloadsBefore[V2]!,
     };
-    const warm = o.applies / 10;
-    const steady = samples.filter((s) => s.apply >= warm);
+    const steady = samples.filter((s) => s.apply >= (o.warmup ?? o.applies / 10));
     return {
       applies: o.applies, seconds, kinds, reloads,
       requests: loads.reduce((t, l) => t + l.records.filter((r) => r.start >= settle).length, 0),
