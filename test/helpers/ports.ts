@@ -27,6 +27,9 @@ const BLOCKS = {
   'octavia-network-releases': [20700, 100],
   'supervisor-backoff': [21000, 50],
   'haproxy-hang': [21050, 50],
+  'api-abuse': [21100, 50],
+  'disk-full': [21150, 50],
+  soak: [21200, 100],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;
