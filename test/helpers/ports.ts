@@ -25,6 +25,7 @@ const BLOCKS = {
   'server-state-newline': [20500, 100],
   'systemd-reload': [20600, 100],
   'octavia-network-releases': [20700, 100],
+  'vm-boot': [21300, 100],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;
