@@ -25,7 +25,8 @@ const BLOCKS = {
   'server-state-newline': [20500, 100],
   'systemd-reload': [20600, 100],
   'octavia-network-releases': [20700, 100],
-  'vm-boot': [21300, 100],
+  'vm-boot': [21300, 50],
+  'vm-reboot': [21350, 50],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;
