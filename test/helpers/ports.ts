@@ -25,8 +25,9 @@ const BLOCKS = {
   'server-state-newline': [20500, 100],
   'systemd-reload': [20600, 100],
   'octavia-network-releases': [20700, 100],
-  'vm-boot': [21300, 50],
-  'vm-reboot': [21350, 50],
+  'vm-boot': [21300, 30],
+  'vm-reboot': [21330, 30],
+  'vm-log-offload': [21360, 40],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;

@@ -16,10 +16,14 @@ import { AmphoraVm, seconds } from '../helpers/amphora-vm.js';
 import { TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
 import { testPorts } from '../helpers/ports.js';
+import { HeartbeatReceiver } from '../helpers/heartbeat-receiver.js';
+import { OCTAVIA_19 } from '../helpers/amphora-vm.js';
+import { createHash } from 'node:crypto';
 
 const ports = testPorts('vm-boot');
 const amp = new AmphoraVm('vm-boot', ports, 14);
 const MEMBER_PORT = ports.range(2);
+const SECOND_HEARTBEAT_PORT = ports.one();
 const CONFIG_FILES = ['/etc/octavia/amphora-agent.conf', '/etc/octavia/certs/client_ca.pem', '/etc/octavia/certs/server.pem', '/etc/rsyslog.d/10-rsyslog.conf'];
 /** Linux capability numbers (linux/capability.h) of the names the agent's unit keeps. */
 const CAP_NUMBERS: Record<string, number> = {
@@ -161,6 +165,31 @@ test('haproxy-<lb>.service: active, enabled, MainPID the master in amphora-hapro
     await waitFor('traffic after the restart', () => load.records.some((r) => r.status === 200), 60_000, 250);
   } finally {
     await load.stop();
+  }
+});
+
+test('certificate upload: the md5 Octavia reads back is the uploaded PEM\'s', async () => {
+  const pem = amp.build.config_drive_files!['/etc/octavia/certs/client_ca.pem']!;
+  await amp.peer!.call('upload_cert_pem', amp.lbId, 'vm-boot.pem', pem);
+  assert.is(await amp.peer!.call('get_cert_md5sum', amp.lbId, 'vm-boot.pem'), createHash('md5').update(pem).digest('hex'));
+  await amp.peer!.call('delete_cert_pem', amp.lbId, 'vm-boot.pem');
+});
+
+test('agent config update: heartbeats go to the new controller from the next one', async () => {
+  const second = new HeartbeatReceiver(SECOND_HEARTBEAT_PORT, amp.heartbeatKey, OCTAVIA_19);
+  try {
+    await second.waitReady();
+    const conf = amp.build.config_drive_files!['/etc/octavia/amphora-agent.conf']!
+      .replace(`10.0.2.2:${amp.heartbeatPort}`, `10.0.2.2:${SECOND_HEARTBEAT_PORT}`);
+    assert.match(conf, new RegExp(`controller_ip_port_list = 10\\.0\\.2\\.2:${SECOND_HEARTBEAT_PORT}`));
+    const updated = Date.now();
+    await amp.peer!.call('update_agent_config', conf);
+    const hb = await waitFor('a heartbeat at the new controller', () => second.accepted().find((m) => m.id === amp.amphoraId), 60_000, 500);
+    console.log(`first heartbeat at the new controller ${seconds(updated)} s after the update`);
+    assert.is(hb!.listeners[amp.listenerId]?.status, 'OPEN');
+    assert.is(Buffer.from(amp.guest.root('base64 -w0 /etc/octavia/amphora-agent.conf'), 'base64').toString('utf8'), conf);
+  } finally {
+    second.stop();
   }
 });
 
