@@ -38,6 +38,8 @@ export class AmphoraVm {
   readonly vip: string;
   readonly vipNetInfo: Record<string, unknown>;
   readonly listenerPort = 8080;
+  /** The load balancer's project (the first field of Octavia's user_log_format). */
+  static readonly projectId = '0f14c0de00000000000000000000aaaa';
   vm: Vm | null = null;
   guest!: GuestShell;
   build!: ComputeBuild;
@@ -74,8 +76,12 @@ export class AmphoraVm {
     return `http://${this.vip}:${this.listenerPort}/`;
   }
 
-  /** Build (or reuse) the image, make the config drive, power on, and wait for a running system and the client. */
-  async boot(): Promise<void> {
+  /**
+   * Build (or reuse) the image, make the config drive, power on, and wait for
+   * a running system and the client. `overrides`: more oslo.config groups for
+   * the compute task (e.g. amphora_agent's log offloading).
+   */
+  async boot(overrides: Record<string, Record<string, unknown>> = {}): Promise<void> {
     const image = vmImage();
     console.log(image.summary);
     const dir = await testDir(this.name);
@@ -97,6 +103,7 @@ export class AmphoraVm {
         controller_worker: { amp_boot_network_list: ['mgmt-net'], amp_ssh_key_name: 'octavia-ssh', loadbalancer_topology: 'SINGLE', user_data_config_drive: false },
         // qemu's user network: the host is 10.0.2.2 from the guest.
         health_manager: { controller_ip_port_list: [`10.0.2.2:${this.heartbeatPort}`], heartbeat_key: this.heartbeatKey, heartbeat_interval: 3 },
+        ...overrides,
       },
     });
     const drive = join(dir, 'config-drive');
@@ -148,8 +155,9 @@ export class AmphoraVm {
   }
 
   /** haproxy.cfg from Octavia 19's JinjaTemplater: one HTTP listener on the VIP, members on the host, HTTP checks. */
-  render(list: TestBackend[]): Promise<string> {
+  render(list: TestBackend[], connectionLogging = false): Promise<string> {
     return this.peer!.renderConfig({
+      connection_logging: connectionLogging, project_id: AmphoraVm.projectId,
       lb_id: this.lbId, listener_id: this.listenerId, pool_id: this.poolId, vip: this.vip, port: this.listenerPort, haproxy_version: this.haproxyVersion,
       monitor: { delay: 1, timeout: 2, fall: 2, rise: 2, path: '/healthz' },
       members: list.map((m) => ({ id: m.name, address: m.host, port: m.port })),
