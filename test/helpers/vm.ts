@@ -229,9 +229,11 @@ export class Vm {
     return (Date.now() - this.startedAt) / 1000;
   }
 
+  /** Power off and drop the overlay (hundreds of MB after a boot); the console log stays for a post-mortem. */
   stop(): void {
     this.qmpClient?.close();
     if (this.child && this.child.exitCode === null) this.child.kill('SIGKILL');
+    rmSync(this.overlay, { force: true });
   }
 }
 
