@@ -27,7 +27,8 @@ const BLOCKS = {
   'octavia-network-releases': [20700, 100],
   'vm-boot': [21300, 30],
   'vm-reboot': [21330, 30],
-  'vm-log-offload': [21360, 40],
+  'vm-log-offload-tcp': [21360, 20],
+  'vm-log-offload-udp': [21380, 20],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;
