@@ -136,12 +136,16 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
   // Recorded so that a probe orphaned by an agent crash is stopped by the next probe.
   if (child.pid) await writeFile(join(dir, 'pid'), `${child.pid} ${process.pid}`);
   try {
-    const deadline = Date.now() + 10_000;
+    // A slow machine (an amphora under TCG on a loaded host: 9 s from master
+    // to worker measured) must not fail the probe, which ends the agent.
+    const deadline = Date.now() + 60_000;
     for (;;) {
       const table = await masterCommand(sock, 'show proc', 1000).then(parseShowProc).catch(() => null);
       if (table && table.workers.length > 0) break;
       if (Date.now() > deadline || child.exitCode !== null) {
-        await ended;
+        // Only an exited haproxy has all of its stderr; one still starting is
+        // stopped by `finally` (waiting for it here would wait for ever).
+        if (child.exitCode !== null) await ended;
         throw new Error(`probe haproxy did not start: ${stderr}`);
       }
       await new Promise((r) => setTimeout(r, 20));

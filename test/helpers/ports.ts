@@ -30,6 +30,10 @@ const BLOCKS = {
   'api-abuse': [21100, 50],
   'disk-full': [21150, 50],
   soak: [21200, 100],
+  'vm-boot': [21300, 30],
+  'vm-reboot': [21330, 30],
+  'vm-log-offload-tcp': [21360, 20],
+  'vm-log-offload-udp': [21380, 20],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;

@@ -3,7 +3,8 @@
 Reads one JSON request per line on stdin, answers one JSON line on stdout:
   {"op": "setup", "args": {...}}            configure oslo.config like a worker
   {"op": "render", "args": {...}}           JinjaTemplater.build_config for a small LB
-                                            (monitor: optional method, http_version, domain_name)
+                                            (monitor: optional method, http_version, domain_name;
+                                            connection_logging: flow logs, default off)
   {"op": "call", "args": {"method": ..., "params": [...]}}   AmphoraAPIClient1_0.<method>
   {"op": "agent_config", "args": {"topology": ...}}   AgentJinjaTemplater.build_agent_config
   {"op": "driver", "args": {"method": ..., "params": [...]}}   the amphora driver's method
@@ -199,7 +200,7 @@ def render(args):
         base_amp_path=CONF.haproxy_amphora.base_path,
         base_crt_dir=CONF.haproxy_amphora.base_cert_dir,
         haproxy_template=CONF.haproxy_amphora.haproxy_template,
-        connection_logging=False)
+        connection_logging=args.get('connection_logging', False))
     versions = args['haproxy_version'].split('.')[:2]
     # Octavia 12+ also take the amphora's GET /details; None reads as "no TuneD profile".
     if 'amp_details' in inspect.signature(templater.build_config).parameters:

@@ -13,7 +13,9 @@ CACHE=${AMPHORA_TEST_CACHE:-/var/cache/amphora-agent-tests}
 # Short: unix socket paths under it (haproxy master CLI) must stay within 97 characters.
 TEST_ROOT=${AMPHORA_TEST_ROOT:-/var/tmp/aat}
 MIRROR=http://deb.debian.org/debian
-PACKAGES=(haproxy keepalived socat iproute2 nftables python3-octavia debootstrap ipvsadm openssl curl iputils-ping iputils-arping ndisc6)
+PACKAGES=(haproxy keepalived socat iproute2 nftables python3-octavia debootstrap ipvsadm openssl curl iputils-ping iputils-arping ndisc6
+  # the VM boot test (test/vm): qemu, its disk and config drive, ssh into the guest
+  qemu-system-x86 qemu-utils genisoimage e2fsprogs openssh-client)
 # suite for debootstrap | apt target release | packages
 declare -A RECIPES=(
   [trixie]="trixie||haproxy keepalived iproute2 python3-octavia"

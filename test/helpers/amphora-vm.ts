@@ -1,0 +1,186 @@
+// One amphora VM as Octavia's controller gets it (test/helpers/vm.ts): the
+// config drive Octavia 19's own compute task asks Nova for, booted, with
+// Octavia's heartbeat receiver on the host and its AmphoraAPIClient1_0 on the
+// forwarded management port; and the VIP port a tap on the host, hot-plugged
+// over QMP as Nova hot-plugs it at plug time. Used by the test files of
+// test/vm, each of which boots one (a file must stay under the runner's
+// 15 minutes, and a TCG boot on a loaded machine takes up to 5).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { OCTAVIAS, testDir } from './haproxies.js';
+import { issue, makeCa, type Ca, type Issued } from './certs.js';
+import { octaviaComputeCreate, writeNovaConfigDrive, type ComputeBuild } from './config-drive.js';
+import { HeartbeatReceiver } from './heartbeat-receiver.js';
+import { OctaviaPeer } from './octavia-peer.js';
+import type { PortBlock } from './ports.js';
+import { waitFor } from './load.js';
+import type { TestBackend } from './backend.js';
+import { GuestShell, kvmBoots, Vm, vmImage } from './vm.js';
+
+export const OCTAVIA_19 = OCTAVIAS.find((o) => o.label === 'octavia-19')!;
+export const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
+
+export class AmphoraVm {
+  readonly amphoraId: string;
+  readonly lbId: string;
+  readonly listenerId: string;
+  readonly poolId: string;
+  readonly apiPort: number;
+  readonly sshPort: number;
+  readonly heartbeatPort: number;
+  readonly heartbeatKey: string;
+  readonly mgmtMac: string;
+  /** The VIP network: the tap's address on the host is the gateway and the members' address. */
+  readonly vipTap: string;
+  readonly vipMac: string;
+  readonly vipHost: string;
+  readonly vip: string;
+  readonly vipNetInfo: Record<string, unknown>;
+  readonly listenerPort = 8080;
+  /** The load balancer's project (the first field of Octavia's user_log_format). */
+  static readonly projectId = '0f14c0de00000000000000000000aaaa';
+  vm: Vm | null = null;
+  guest!: GuestShell;
+  build!: ComputeBuild;
+  heartbeats: HeartbeatReceiver | null = null;
+  peer: OctaviaPeer | null = null;
+  haproxyVersion = '';
+  private serverCa!: Ca;
+  private controller!: Issued;
+
+  /** `tag`: two hex digits that keep this file's ids, MACs, tap and VIP subnet apart from another's. */
+  constructor(readonly name: string, ports: PortBlock, readonly tag: number) {
+    const t = tag.toString(16).padStart(2, '0');
+    this.amphoraId = `b7c1e2d3-0000-4000-8000-0000000${t}a14`;
+    this.lbId = `c0ffee00-0000-4000-8000-0000000${t}b14`;
+    this.listenerId = `c0ffee00-0000-4000-8000-0000000${t}c14`;
+    this.poolId = `c0ffee00-0000-4000-8000-0000000${t}d14`;
+    this.apiPort = ports.one();
+    this.sshPort = ports.one();
+    this.heartbeatPort = ports.one();
+    this.heartbeatKey = `${name}-heartbeat-key`;
+    this.mgmtMac = `52:54:00:14:${t}:01`;
+    this.vipTap = `vm14vip${t}`;
+    this.vipMac = `52:54:00:14:${t}:02`;
+    this.vipHost = `10.214.${tag}.1`;
+    this.vip = `10.214.${tag}.10`;
+    this.vipNetInfo = {
+      subnet_cidr: `10.214.${tag}.0/24`, gateway: this.vipHost, mac_address: this.vipMac, vrrp_ip: `10.214.${tag}.5`, mtu: 1500,
+      host_routes: [], additional_vips: [],
+    };
+    process.on('exit', () => this.cleanup());
+  }
+
+  get vipUrl(): string {
+    return `http://${this.vip}:${this.listenerPort}/`;
+  }
+
+  /**
+   * Build (or reuse) the image, make the config drive, power on, and wait for
+   * a running system and the client. `overrides`: more oslo.config groups for
+   * the compute task (e.g. amphora_agent's log offloading).
+   */
+  async boot(overrides: Record<string, Record<string, unknown>> = {}): Promise<void> {
+    const image = vmImage();
+    console.log(image.summary);
+    const dir = await testDir(this.name);
+    let started = Date.now();
+    const kvm = await kvmBoots(image);
+    console.log(`accelerator: ${kvm ? 'kvm' : 'tcg (KVM absent or does not boot this kernel)'} (probe ${seconds(started)} s)`);
+
+    // The controller's PKI, and what its compute task hands Nova.
+    const pki = join(dir, 'pki');
+    mkdirSync(pki);
+    this.serverCa = makeCa(pki, 'server-ca');
+    const clientCa = makeCa(pki, 'client-ca');
+    const server = issue(this.serverCa, 'amphora', { dnsName: this.amphoraId, usage: 'serverAuth' });
+    this.controller = issue(clientCa, 'controller', { usage: 'clientAuth' });
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'octavia-ssh', '-f', join(dir, 'octavia-ssh')]);
+    this.build = await octaviaComputeCreate(OCTAVIA_19, {
+      amphoraId: this.amphoraId, serverPem: readFileSync(server.pem, 'utf8'), clientCa: readFileSync(clientCa.cert, 'utf8'),
+      overrides: {
+        controller_worker: { amp_boot_network_list: ['mgmt-net'], amp_ssh_key_name: 'octavia-ssh', loadbalancer_topology: 'SINGLE', user_data_config_drive: false },
+        // qemu's user network: the host is 10.0.2.2 from the guest.
+        health_manager: { controller_ip_port_list: [`10.0.2.2:${this.heartbeatPort}`], heartbeat_key: this.heartbeatKey, heartbeat_interval: 3 },
+        ...overrides,
+      },
+    });
+    const drive = join(dir, 'config-drive');
+    writeNovaConfigDrive(drive, this.build, {
+      uuid: this.amphoraId.replace(/^b7c1e2d3/, '5e1f0000'), mac: this.mgmtMac, networkId: 'mgmt-net',
+      publicKey: readFileSync(join(dir, 'octavia-ssh.pub'), 'utf8').trim(),
+    });
+    const iso = join(dir, 'config-drive.iso');
+    execFileSync('genisoimage', ['-quiet', '-o', iso, '-V', 'config-2', '-J', '-r', drive]);
+    rmSync(drive, { recursive: true });
+
+    this.heartbeats = new HeartbeatReceiver(this.heartbeatPort, this.heartbeatKey, OCTAVIA_19);
+    await this.heartbeats.waitReady();
+
+    started = Date.now();
+    this.vm = new Vm({ dir, image, configDrive: iso, mac: this.mgmtMac, apiPort: this.apiPort, sshPort: this.sshPort, kvm });
+    await this.vm.start();
+    const kernel = await this.vm.waitConsole('the kernel to start init', /Run \/init as init process|systemd\[1\]|Welcome to/, 5 * 60_000);
+    this.guest = new GuestShell(this.sshPort, join(dir, 'octavia-ssh'));
+    await waitFor('ssh into the guest with the key from the config drive', () => this.guest.run('true', 30_000).status === 0, 8 * 60_000, 2000);
+    const sshAt = seconds(started);
+    const state = this.guest.run('systemctl is-system-running --wait', 8 * 60_000).stdout.trim();
+    console.log(`boot: kernel at ${kernel.toFixed(1)} s, ssh at ${sshAt} s, system ${state} at ${seconds(started)} s`);
+    console.log(this.guest.run('systemd-analyze; systemd-analyze blame --no-pager | head -8').stdout.trim());
+
+    this.peer = new OctaviaPeer(OCTAVIA_19);
+    await this.setupPeer(120, 2);
+    const haproxy = /version (\S+)/.exec(this.guest.run('/usr/sbin/haproxy -v').stdout)?.[1] ?? '';
+    this.haproxyVersion = haproxy.split('.').slice(0, 2).join('.');
+  }
+
+  /** Octavia's client set up as a worker's, with its retries (404 while a port is not there yet). */
+  async setupPeer(retries: number, interval: number): Promise<void> {
+    const setup = await this.peer!.request('setup', {
+      amphora_id: this.amphoraId, lb_network_ip: '127.0.0.1',
+      overrides: { haproxy_amphora: { client_cert: this.controller.pem, server_ca: this.serverCa.cert, bind_port: this.apiPort, connection_max_retries: retries, connection_retry_interval: interval } },
+    });
+    if (!setup.ok) throw new Error(`Octavia client setup: ${setup.message}\n${setup.trace ?? ''}`);
+  }
+
+  /** The VIP port: a tap on the host with the gateway address, hot-plugged into the VM. */
+  async hotplugVip(): Promise<void> {
+    spawnSync('ip', ['link', 'del', this.vipTap], { stdio: 'ignore' });
+    execFileSync('ip', ['tuntap', 'add', 'dev', this.vipTap, 'mode', 'tap']);
+    execFileSync('ip', ['addr', 'add', `${this.vipHost}/24`, 'dev', this.vipTap]);
+    execFileSync('ip', ['link', 'set', this.vipTap, 'up']);
+    await this.vm!.qmp.execute('netdev_add', { type: 'tap', id: 'vip', ifname: this.vipTap, script: 'no', downscript: 'no' });
+    await this.vm!.qmp.execute('device_add', { driver: 'virtio-net-pci', id: 'vip-port', netdev: 'vip', mac: this.vipMac, romfile: '' });
+  }
+
+  /** haproxy.cfg from Octavia 19's JinjaTemplater: one HTTP listener on the VIP, members on the host, HTTP checks. */
+  render(list: TestBackend[], connectionLogging = false): Promise<string> {
+    return this.peer!.renderConfig({
+      connection_logging: connectionLogging, project_id: AmphoraVm.projectId,
+      lb_id: this.lbId, listener_id: this.listenerId, pool_id: this.poolId, vip: this.vip, port: this.listenerPort, haproxy_version: this.haproxyVersion,
+      monitor: { delay: 1, timeout: 2, fall: 2, rise: 2, path: '/healthz' },
+      members: list.map((m) => ({ id: m.name, address: m.host, port: m.port })),
+    });
+  }
+
+  /** The load balancer's unit as systemd sees it in the guest. */
+  haproxyUnit(): { active: string; enabled: string; pid: number } {
+    const unit = `haproxy-${this.lbId}.service`;
+    const show = this.guest.run(`systemctl show -p ActiveState -p MainPID ${unit}`).stdout;
+    return {
+      active: /ActiveState=(\S+)/.exec(show)?.[1] ?? '',
+      enabled: this.guest.run(`systemctl is-enabled ${unit}`).stdout.trim(),
+      pid: Number(/MainPID=(\d+)/.exec(show)?.[1] ?? 0),
+    };
+  }
+
+  cleanup(): void {
+    this.peer?.close();
+    this.peer = null;
+    this.heartbeats?.stop();
+    this.heartbeats = null;
+    this.vm?.stop();
+    spawnSync('ip', ['link', 'del', this.vipTap], { stdio: 'ignore' });
+  }
+}

@@ -1,0 +1,139 @@
+// Log offloading as Octavia configures it, on a booted amphora
+// (test/helpers/amphora-vm.ts): the 10-rsyslog.conf Octavia 19's
+// LoggingJinjaTemplater renders into the config drive, with the admin and
+// tenant targets on the host (10.0.2.2 from the guest) over one log_protocol
+// (one per config drive, so a test file each: vm/log-offload-tcp and
+// vm/log-offload-udp), and disable_local_log_storage. The tenant receiver
+// must get haproxy's flow lines for real requests in Octavia's
+// user_log_format, the admin receiver
+// the agent's and haproxy's administrative lines. The amphora should keep
+// none of them on disk, but Octavia 19's rendering defeats that (last test).
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createServer, type Server } from 'node:net';
+import dgram from 'node:dgram';
+import { loud } from './hooks.js';
+import { AmphoraVm } from './amphora-vm.js';
+import { TestBackend } from './backend.js';
+import { LoadGenerator, waitFor } from './load.js';
+import { testPorts } from './ports.js';
+
+
+/** A syslog receiver on the host: every message any sender sends (TCP: one a line; UDP: one a datagram). */
+class SyslogReceiver {
+  private readonly messages: string[] = [];
+  private tcpText = '';
+  private tcp: Server | null = null;
+  private udp: dgram.Socket | null = null;
+
+  constructor(readonly port: number, readonly protocol: 'TCP' | 'UDP') {}
+
+  listen(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.protocol === 'UDP') {
+        this.udp = dgram.createSocket('udp4', (msg) => { this.messages.push(msg.toString('utf8')); });
+        this.udp.once('error', reject);
+        this.udp.bind(this.port, '127.0.0.1', () => resolve());
+        return;
+      }
+      this.tcp = createServer((sock) => {
+        sock.setEncoding('utf8');
+        sock.on('data', (d: string) => { this.tcpText += d; });
+        sock.on('error', () => {});
+      });
+      this.tcp.once('error', reject);
+      this.tcp.listen({ host: '127.0.0.1', port: this.port }, () => resolve());
+    });
+  }
+
+  lines(): string[] {
+    return [...this.messages, ...this.tcpText.split('\n')].filter(Boolean);
+  }
+
+  close(): void {
+    this.tcp?.close();
+    this.udp?.close();
+  }
+}
+
+/** The suite for one log_protocol: boots its own amphora. */
+export function logOffloadSuite(protocol: 'TCP' | 'UDP'): void {
+  const ports = testPorts(protocol === 'TCP' ? 'vm-log-offload-tcp' : 'vm-log-offload-udp');
+  const amp = new AmphoraVm(`vm-log-${protocol.toLowerCase()}`, ports, protocol === 'TCP' ? 16 : 17);
+  const subnet = protocol === 'TCP' ? '16' : '17';
+  const ADMIN_PORT = ports.one();
+  const TENANT_PORT = ports.one();
+  const MEMBER_PORT = ports.one();
+  const admin = new SyslogReceiver(ADMIN_PORT, protocol);
+  const tenant = new SyslogReceiver(TENANT_PORT, protocol);
+  let member: TestBackend | null = null;
+  const test = suite(`log offloading over ${protocol}`);
+
+  test.before(loud(async () => {
+    await Promise.all([admin.listen(), tenant.listen()]);
+    await amp.boot({
+      amphora_agent: {
+        admin_log_targets: [`10.0.2.2:${ADMIN_PORT}`], tenant_log_targets: [`10.0.2.2:${TENANT_PORT}`],
+        log_protocol: protocol, disable_local_log_storage: true,
+      },
+    });
+    await amp.hotplugVip();
+    await amp.peer!.call('plug_vip', amp.vip, amp.vipNetInfo);
+    member = await new TestBackend('m1', amp.vipHost, MEMBER_PORT).start();
+    await amp.peer!.call('upload_config', amp.lbId, await amp.render([member], true));
+    await amp.peer!.call('start_listener', amp.lbId);
+  }));
+  test.after(async () => {
+    amp.cleanup();
+    admin.close();
+    tenant.close();
+    await member?.stop();
+  });
+
+  test("the config drive's 10-rsyslog.conf is Octavia's, with both targets over the protocol and local storage off", () => {
+    const conf = amp.build.config_drive_files!['/etc/rsyslog.d/10-rsyslog.conf']!;
+    assert.match(conf, new RegExp(`target="10\\.0\\.2\\.2"\\s+port="${ADMIN_PORT}"\\s+protocol="${protocol}"`));
+    assert.match(conf, new RegExp(`target="10\\.0\\.2\\.2"\\s+port="${TENANT_PORT}"\\s+protocol="${protocol}"`));
+    assert.is(Buffer.from(amp.guest.root('base64 -w0 /etc/rsyslog.d/10-rsyslog.conf'), 'base64').toString('utf8'), conf);
+  });
+
+  test("the tenant receiver gets haproxy's flow lines for real requests, in Octavia's user_log_format", async () => {
+    const load = new LoadGenerator(amp.vipUrl, 5, 1).start();
+    try {
+      await waitFor('requests through the VIP', () => load.records.filter((r) => r.status === 200).length >= 5, 120_000, 250);
+    } finally {
+      await load.stop();
+    }
+    // user_log_format: "{{ project_id }} {{ lb_id }} %f %ci %cp %t %{+Q}r %ST %B ...".
+    const flow = await waitFor('flow lines at the tenant receiver', () => tenant.lines().filter((l) => l.includes(amp.lbId) && l.includes('"GET / HTTP/1.1"')), 60_000, 500);
+    assert.ok(flow.length >= 1);
+    // Requests before the member's check passes get 503 from haproxy: those lines are flows too.
+    const served = new RegExp(`${AmphoraVm.projectId} ${amp.lbId} \\S+ 10\\.214\\.${subnet}\\.1 \\d+ \\S+ "GET / HTTP/1\\.1" 200 `);
+    assert.ok(flow.some((l) => served.test(l)), `no served request among the flow lines:\n${flow.slice(0, 5).join('\n')}`);
+    assert.not.ok(admin.lines().some((l) => l.includes('"GET / HTTP/1.1"')), 'flow lines reached the admin receiver');
+  });
+
+  test("the admin receiver gets the agent's and haproxy's administrative lines, not the flows", async () => {
+    await waitFor("the agent's lines at the admin receiver", () => admin.lines().some((l) => l.includes('amphora-agent')), 60_000, 500);
+    await waitFor("haproxy's lines at the admin receiver", () => admin.lines().some((l) => /haproxy/.test(l) && !l.includes('amphora-agent')), 60_000, 500);
+    assert.not.ok(tenant.lines().some((l) => l.includes('amphora-agent')), "the agent's lines reached the tenant receiver");
+  });
+
+  // Octavia 19's 10-rsyslog.conf template strips the newline before its
+  // closing "*.* stop" when admin targets are set, rendering
+  // "local1.* call admin_forwarding*.* stop": rsyslog still calls the admin
+  // ruleset but never stops, so Debian's rules keep every line locally
+  // (/var/log/haproxy.log from haproxy's 49-haproxy.conf, /var/log/syslog).
+  // The config drive file is the controller's; the amphora takes it as
+  // given. This asserts the defect as found, so the day Octavia renders the
+  // line apart the test fails and becomes the "nothing on disk" check.
+  test('disable_local_log_storage: Octavia 19 glues "*.* stop" to the admin call, so flows stay on disk (upstream defect)', () => {
+    const conf = amp.build.config_drive_files!['/etc/rsyslog.d/10-rsyslog.conf']!;
+    assert.match(conf, /^local1\.\* call admin_forwarding\*\.\* stop$/m);
+    const flows = amp.guest.root(`grep -c '${amp.lbId}.*"GET / HTTP/1.1"' /var/log/haproxy.log || true`).trim();
+    assert.ok(Number(flows) > 0, `flow lines in /var/log/haproxy.log: ${flows}`);
+    console.log(`disable_local_log_storage ignored: ${flows} flow lines kept in /var/log/haproxy.log`);
+  });
+
+  test.run();
+}
