@@ -15,30 +15,36 @@ const LISTENER_PORT = testPorts('systemd-reload').one();
 
 const LB = 'lb-inactive';
 
-test('reload of an inactive unit ("is not active, cannot reload") starts it and waits for a worker', async () => {
-  const dir = await testDir('sec3-systemd');
+/**
+ * Runs `fn` with a stand-in `systemctl` first on PATH: it logs each call to
+ * `<dir>/calls` and answers by `cases` (lines of a shell `case "$1"`).
+ */
+async function withSystemctl(dir: string, cases: string[], fn: () => Promise<void>): Promise<void> {
   const bin = join(dir, 'bin');
   mkdirSync(bin);
+  writeFileSync(join(bin, 'systemctl'), ['#!/bin/sh', `echo "$@" >> ${dir}/calls`, 'case "$1" in', ...cases, 'esac', 'exit 0', ''].join('\n'));
+  chmodSync(join(bin, 'systemctl'), 0o755);
+  const path = process.env.PATH;
+  process.env.PATH = `${bin}:${path}`;
+  try {
+    await fn();
+  } finally {
+    process.env.PATH = path;
+  }
+}
+
+test('reload of an inactive unit ("is not active, cannot reload") starts it and waits for a worker', async () => {
+  const dir = await testDir('sec3-systemd');
   const files = loadBalancerFiles(dir, LB);
   mkdirSync(files.dir, { recursive: true });
   writeFileSync(files.live, ['global', `    stats socket ${join(files.dir, 's.sock')} mode 0600 level admin`, 'defaults', '    mode http',
     '    timeout connect 1s', '    timeout client 1s', '    timeout server 1s', 'frontend f', `    bind 127.0.0.1:${LISTENER_PORT}`, ''].join('\n'));
   // What the unit's ExecStart runs, as a daemon (systemd would keep it in the foreground).
   writeFileSync(join(dir, 'start.sh'), `exec /usr/sbin/haproxy -W -D -f ${files.live} -p ${files.pidFile} -S ${files.masterSocket},mode,600\n`);
-  writeFileSync(join(bin, 'systemctl'), [
-    '#!/bin/sh',
-    `echo "$@" >> ${dir}/calls`,
-    'case "$1" in',
+  await withSystemctl(dir, [
     `  reload) echo "Failed to reload $2: Unit $2 is not active, cannot reload." >&2; exit 1 ;;`,
     `  start) exec sh ${dir}/start.sh ;;`,
-    'esac',
-    'exit 0',
-    '',
-  ].join('\n'));
-  chmodSync(join(bin, 'systemctl'), 0o755);
-  const path = process.env.PATH;
-  process.env.PATH = `${bin}:${path}`;
-  try {
+  ], async () => {
     const sup = new SystemdSupervisor(['/usr/sbin/haproxy'], 'unused', join(dir, 'ug.conf'), join(dir, 'units'));
     mkdirSync(join(dir, 'units'));
     const inst = { lbId: LB, files, peerName: 'peer' };
@@ -49,32 +55,18 @@ test('reload of an inactive unit ("is not active, cannot reload") starts it and 
     assert.equal(calls.slice(-2), [`reload haproxy-${LB}.service`, `start haproxy-${LB}.service`]);
     await sup.stop(inst).catch(() => undefined);
     process.kill(after.masterPid!, 'SIGTERM');
-  } finally {
-    process.env.PATH = path;
-  }
+  });
 });
 
 test('a unit past its start limit is reported failed (systemctl show); a start on request runs reset-failed first', async () => {
   const dir = await testDir('sec3-systemd-failed');
-  const bin = join(dir, 'bin');
-  mkdirSync(bin);
   const files = loadBalancerFiles(dir, LB);
   mkdirSync(files.dir, { recursive: true });
   // systemd 252's answer for a unit that hit StartLimitBurst, and a start that fails as it would then.
-  writeFileSync(join(bin, 'systemctl'), [
-    '#!/bin/sh',
-    `echo "$@" >> ${dir}/calls`,
-    'case "$1" in',
+  await withSystemctl(dir, [
     '  show) printf "Result=start-limit-hit\\nNRestarts=5\\nLoadState=loaded\\nActiveState=failed\\nSubState=failed\\n" ;;',
     `  start) echo "Job for $2 failed because the control process exited with error code." >&2; exit 1 ;;`,
-    'esac',
-    'exit 0',
-    '',
-  ].join('\n'));
-  chmodSync(join(bin, 'systemctl'), 0o755);
-  const path = process.env.PATH;
-  process.env.PATH = `${bin}:${path}`;
-  try {
+  ], async () => {
     mkdirSync(join(dir, 'units'));
     const sup = new SystemdSupervisor(['/usr/sbin/haproxy'], 'unused', join(dir, 'ug.conf'), join(dir, 'units'));
     const inst = { lbId: LB, files, peerName: 'peer' };
@@ -87,9 +79,7 @@ test('a unit past its start limit is reported failed (systemctl show); a start o
     const calls = readFileSync(join(dir, 'calls'), 'utf8').trim().split('\n');
     assert.ok(calls[0]!.startsWith(`show -p LoadState -p ActiveState -p SubState -p Result -p NRestarts haproxy-${LB}.service`), calls[0]);
     assert.equal(calls.slice(-2), [`reset-failed haproxy-${LB}.service`, `start haproxy-${LB}.service`]);
-  } finally {
-    process.env.PATH = path;
-  }
+  });
 });
 
 test.run();
