@@ -4,7 +4,8 @@
 // line (a few hundred bytes, synced), the record it can be redone from. The
 // config (350 kB at 5,000 members) follows DELAY_MS later, once for every
 // member call made meanwhile, so a call's time does not grow with the load
-// balancer and a burst of calls writes the config once.
+// balancer and a burst of calls writes the config once. What is held is the
+// edited config, folded into one text when it is written (edited-config.ts).
 //
 // Every other engine operation writes what is held first (engine.ts), so a
 // reload, a restart of a dead haproxy or an upload never sees an old file.
@@ -13,15 +14,17 @@
 // (LoadBalancerService.catchUp). Under systemd, a haproxy that dies within
 // those DELAY_MS restarts from the config before the call; the agent's next
 // apply of any kind brings it up to date.
-import { type FileContent, removeFile, writeFilesAtomic } from '../system/files.js';
+import { removeFile, writeFileAtomic } from '../system/files.js';
+import type { EditedConfig } from './edited-config.js';
 
 /** How long a member call's config waits to be written. */
 export const DELAY_MS = 200;
 
 interface Held {
-  /** The accepted config the files hold. */
-  text: string;
-  files: FileContent[];
+  /** The accepted config, which haproxy runs as it is. */
+  config: EditedConfig;
+  /** Where it goes: the accepted and the live config (one file, two names). */
+  paths: string[];
   marker: string;
 }
 
@@ -32,9 +35,9 @@ export class DeferredConfigs {
   /** `due` is called when a load balancer's files should be written (it takes the lock and calls write). */
   constructor(private readonly due: (lbId: string) => void, private readonly delayMs = DELAY_MS) {}
 
-  /** Hold `files` (replacing what was held) until the next write; the marker is already on disk. */
-  hold(lbId: string, text: string, files: FileContent[], marker: string): void {
-    this.held.set(lbId, { text, files, marker });
+  /** Hold `config` for `paths` (replacing what was held) until the next write; the marker is already on disk. */
+  hold(lbId: string, config: EditedConfig, paths: string[], marker: string): void {
+    this.held.set(lbId, { config, paths, marker });
     if (!this.timers.has(lbId)) {
       this.timers.set(lbId, setTimeout(() => {
         this.timers.delete(lbId);
@@ -44,19 +47,21 @@ export class DeferredConfigs {
   }
 
   /** The accepted config held for `lbId`, newer than the one on disk; null when none is held. */
-  heldConfig(lbId: string): string | null {
-    return this.held.get(lbId)?.text ?? null;
+  heldConfig(lbId: string): EditedConfig | null {
+    return this.held.get(lbId)?.config ?? null;
   }
 
-  /** Write what is held (the caller holds the load balancer's lock). Kept held if the write fails. */
-  async write(lbId: string): Promise<void> {
+  /** Write what is held (the caller holds the load balancer's lock): the text written, null when none was held. Kept held if the write fails. */
+  async write(lbId: string): Promise<string | null> {
     const held = this.held.get(lbId);
-    if (!held) return;
+    if (!held) return null;
     clearTimeout(this.timers.get(lbId));
     this.timers.delete(lbId);
-    await writeFilesAtomic(held.files);
+    const { text } = held.config;
+    await writeFileAtomic(held.paths, text, 0o600);
     this.held.delete(lbId);
     await removeFile(held.marker);
+    return text;
   }
 
   /** Forget what is held (the load balancer is being deleted). */

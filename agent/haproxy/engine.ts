@@ -24,8 +24,8 @@ import { KeyedLock } from './keyed-lock.js';
 import { statsSocket, type LoadBalancerFiles } from './layout.js';
 import { loadConfig, type LoadReport } from './loader.js';
 import { PendingMembers } from './pending.js';
-import type { Plan } from './plan.js';
-import { Planner, type MemberEdit } from './planner.js';
+import { planMemberLines, type MemberLines, type Plan } from './plan.js';
+import { Planner } from './planner.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
 import { recoverInterruptedReload } from './recovery.js';
 import { RestartBackoff } from './restart-backoff.js';
@@ -33,9 +33,10 @@ import type { UnitState } from './systemd-unit.js';
 import { StoredLoadBalancers } from './stored.js';
 import { runnableConfig } from './runnable.js';
 import { DeferredConfigs } from './deferred-config.js';
+import { EditedConfig } from './edited-config.js';
 import type { RuntimeStep } from './runtime-plan.js';
 import { RuntimeApi } from './runtime.js';
-import { configFiles, changeAtRuntime, type RuntimeChange } from './runtime-change.js';
+import { configFiles, changeAtRuntime } from './runtime-change.js';
 import { parseShowStat, showStat, type StatRow } from './stats.js';
 
 export interface EngineOptions {
@@ -63,10 +64,17 @@ export interface EngineOptions {
   beforeBind?: (addresses: string[]) => Promise<void>;
 }
 
+/** An API 2.0 member call's config: `base` (the accepted config, memberBase) with the member's server lines changed. */
+export interface MemberEdit {
+  base: EditedConfig;
+  edited: EditedConfig;
+  lines: MemberLines[];
+}
+
 /** The config an API 2.0 request brings: a whole text, or a member call's edit of the accepted one. */
 export type NewConfig = string | MemberEdit;
 
-const textOf = (config: NewConfig) => (typeof config === 'string' ? config : config.text);
+const textOf = (config: NewConfig) => (typeof config === 'string' ? config : config.edited.text);
 
 /** What applying a config did. */
 export interface ChangeReport {
@@ -82,7 +90,11 @@ export interface ChangeReport {
 }
 
 /** A config on its way to haproxy, as one request carries it: text, runnable text and companions, and for whom. */
-interface Change extends RuntimeChange {
+interface Change {
+  text: string;
+  /** `text` as this haproxy binary loads it. */
+  runnable: string;
+  companions: FileContent[];
   amphoraId: string;
   /** True: a new config, validated and accepted before it loads (API 2.0); false: the accepted one (API 1.0 reload). */
   candidate: boolean;
@@ -106,7 +118,7 @@ export class HaproxyEngine {
   private readonly planner: Planner;
   private readonly stored: StoredLoadBalancers;
   /** Per load balancer, the last API 2.0 config found to load as it is (runnableOf). */
-  private readonly runsAsIs = new Map<string, string>();
+  private readonly asIs = new Map<string, string>();
   /** Member calls' config files, written after they answered. */
   private readonly deferred: DeferredConfigs;
 
@@ -116,7 +128,7 @@ export class HaproxyEngine {
     this.stored = new StoredLoadBalancers(this.baseDir);
     this.pending = new PendingMembers((lbId) => this.files(lbId));
     this.deferred = new DeferredConfigs((lbId) => {
-      this.lock.run(lbId, () => this.deferred.write(lbId))
+      this.lock.run(lbId, () => this.writeHeld(lbId))
         .catch((err: Error) => opts.log.error({ lbId, err: err.message }, 'cannot write the config of member changes; retried at the next apply'));
     }, opts.memberConfigWriteDelayMs);
     this.planner = new Planner({
@@ -149,7 +161,12 @@ export class HaproxyEngine {
 
   /** What applyChange would do with `config` (a dry run). `forceReload`: as in applyChange. */
   plan(lbId: string, config: NewConfig, forceReload: string | null = null): Promise<Plan> {
-    return this.locked(lbId, async () => this.planOf(lbId, config, await this.runnableOf(lbId, config), forceReload));
+    return this.lock.run(lbId, async () => {
+      if (typeof config !== 'string' && forceReload === null && (await this.runsAsIs(lbId, config.base))) return planMemberLines(config.lines);
+      await this.writeHeld(lbId);
+      const text = textOf(config);
+      return this.planner.put(lbId, text, await this.runnableOf(lbId, text), forceReload);
+    });
   }
 
   /**
@@ -163,22 +180,46 @@ export class HaproxyEngine {
    */
   applyChange(lbId: string, amphoraId: string, config: NewConfig, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
     return this.writing(lbId, async () => {
-      const text = textOf(config);
-      const files = this.files(lbId);
-      const runnable = await this.runnableOf(lbId, config);
-      const memberCall = typeof config !== 'string' && opts.forceReload === undefined;
+      const companions = opts.companions ?? [];
       // Planned from its lines, a member call reads no file: what earlier calls hold can wait.
-      if (!memberCall || !this.planner.runs(lbId, config.base)) await this.deferred.write(lbId);
-      const plan = await this.planOf(lbId, config, runnable, opts.forceReload ?? null);
-      const defer = memberCall && plan.kind === 'runtime';
-      if (!defer) await this.deferred.write(lbId);
-      const report = await this.execute(lbId, plan, {
-        text, runnable, amphoraId, candidate: true, companions: opts.companions ?? [], ...(defer ? { deferTo: { marker: files.configBehind } } : {}),
-      });
+      if (typeof config !== 'string' && opts.forceReload === undefined && (await this.runsAsIs(lbId, config.base))) {
+        const plan = planMemberLines(config.lines);
+        if (plan.kind === 'runtime') return this.editAtRuntime(lbId, amphoraId, config, plan.steps, companions);
+        if (plan.kind === 'unchanged') {
+          await writeFilesAtomic(companions);
+          return { outcome: 'unchanged', steps: [], reloadReason: null, pending: [], load: null };
+        }
+      }
+      await this.writeHeld(lbId);
+      const text = textOf(config);
+      const runnable = await this.runnableOf(lbId, text);
+      const plan = await this.planner.put(lbId, text, runnable, opts.forceReload ?? null);
+      // A member call planned as a whole (the first after a start) still leaves its files for later.
+      if (typeof config !== 'string' && plan.kind === 'runtime' && runnable === text) return this.editAtRuntime(lbId, amphoraId, config, plan.steps, companions);
+      const report = await this.execute(lbId, plan, { text, runnable, amphoraId, candidate: true, companions });
       // Written now, the config no longer lags the spec (a catch-up after an agent restart ends here).
-      if (!defer) await removeFile(files.configBehind);
+      await removeFile(this.files(lbId).configBehind);
       return report;
     }, false);
+  }
+
+  /**
+   * A member call through the runtime API; its config files are written
+   * later (deferred-config.ts), its companions and the marker that says the
+   * files are behind now. Refused by haproxy, it reloads instead.
+   */
+  private async editAtRuntime(lbId: string, amphoraId: string, edit: MemberEdit, steps: RuntimeStep[], companions: FileContent[]): Promise<ChangeReport> {
+    const files = this.files(lbId);
+    const done = await changeAtRuntime(this.runtimeDeps(lbId), [{ path: files.configBehind, data: '' }, ...companions], steps);
+    if (typeof done !== 'string') {
+      this.deferred.hold(lbId, edit.edited, [files.config, files.live], files.configBehind);
+      return { outcome: 'runtime', steps, reloadReason: null, pending: done.pending, load: null };
+    }
+    await this.writeHeld(lbId);
+    const text = edit.edited.text;
+    const load = await this.reload(lbId, { text, runnable: await this.runnableOf(lbId, text), amphoraId, candidate: true, companions });
+    await removeFile(files.configBehind);
+    return { outcome: load.outcome, steps: [], reloadReason: done, pending: [], load };
   }
 
   /**
@@ -257,7 +298,7 @@ export class HaproxyEngine {
       if (!(await exists(files.dir))) return;
       this.deferred.drop(lbId);
       this.planner.forget(lbId);
-      this.runsAsIs.delete(lbId);
+      this.asIs.delete(lbId);
       this.restartBackoff.forget(lbId);
       await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
       await removeTree(files.dir);
@@ -289,12 +330,20 @@ export class HaproxyEngine {
 
   /** The accepted config (held by a member call, or as stored), or null. */
   async acceptedConfig(lbId: string): Promise<string | null> {
-    return this.deferred.heldConfig(lbId) ?? this.stored.acceptedConfig(lbId);
+    return this.deferred.heldConfig(lbId)?.text ?? this.stored.acceptedConfig(lbId);
+  }
+
+  /** The accepted config for a member call to edit (member-edit.ts): what earlier calls hold, or as stored; null when none. */
+  async memberBase(lbId: string): Promise<EditedConfig | null> {
+    const held = this.deferred.heldConfig(lbId);
+    if (held) return held;
+    const text = await this.stored.acceptedConfig(lbId);
+    return text === null ? null : EditedConfig.of(text);
   }
 
   /** Write the config files member calls hold (at shutdown). */
   async writeHeldConfigs(): Promise<void> {
-    for (const lbId of this.deferred.ids()) await this.lock.run(lbId, () => this.deferred.write(lbId));
+    for (const lbId of this.deferred.ids()) await this.lock.run(lbId, () => this.writeHeld(lbId));
   }
 
   /** Load balancers whose config an earlier agent held and never wrote (it was killed): their spec must be applied again. */
@@ -331,7 +380,7 @@ export class HaproxyEngine {
    */
   private locked<T>(lbId: string, fn: () => Promise<T>): Promise<T> {
     return this.lock.run(lbId, async () => {
-      await this.deferred.write(lbId);
+      await this.writeHeld(lbId);
       return fn();
     });
   }
@@ -339,7 +388,7 @@ export class HaproxyEngine {
   /** As locked (`writeHeld` false: `fn` writes them itself); after a failure the accepted config is read from disk again (stored.ts). */
   private writing<T>(lbId: string, fn: () => Promise<T>, writeHeld = true): Promise<T> {
     return this.lock.run(lbId, async () => {
-      if (writeHeld) await this.deferred.write(lbId);
+      if (writeHeld) await this.writeHeld(lbId);
       return fn();
     }).catch((err: unknown) => {
       this.stored.forget(lbId);
@@ -347,10 +396,17 @@ export class HaproxyEngine {
     });
   }
 
-  private planOf(lbId: string, config: NewConfig, runnable: string, forceReload: string | null): Promise<Plan> {
-    return typeof config === 'string' || forceReload !== null
-      ? this.planner.put(lbId, textOf(config), runnable, forceReload)
-      : this.planner.member(lbId, config, runnable);
+  /**
+   * Write the config files member calls hold (the caller holds the lock).
+   * haproxy runs what they held, as it is: the text written is now the
+   * accepted, applied and as-is config.
+   */
+  private async writeHeld(lbId: string): Promise<void> {
+    const text = await this.deferred.write(lbId);
+    if (text === null) return;
+    this.stored.remember(lbId, text);
+    this.planner.ran(lbId, text);
+    this.asIs.set(lbId, text);
   }
 
   private async execute(lbId: string, plan: Plan, change: Change): Promise<ChangeReport> {
@@ -361,16 +417,13 @@ export class HaproxyEngine {
     }
     let reason: string;
     if (plan.kind === 'runtime') {
-      const deps = { lbId, files: this.files(lbId), runtime: this.runtimeApi(lbId), pending: this.pending, log: this.opts.log };
-      const done = await changeAtRuntime(deps, change, plan.steps);
+      const done = await changeAtRuntime(this.runtimeDeps(lbId), [...configFiles(this.files(lbId), change), ...change.companions], plan.steps);
       if (typeof done !== 'string') {
-        if (change.deferTo) this.deferred.hold(lbId, change.text, configFiles(deps.files, change), change.deferTo.marker);
         this.stored.remember(lbId, change.text);
         this.planner.ran(lbId, change.text);
         return { outcome: 'runtime', steps: plan.steps, reloadReason: null, pending: done.pending, load: null };
       }
       reason = done;
-      await this.deferred.write(lbId); // the reload replaces the files a member call holds
     } else {
       reason = plan.reason;
     }
@@ -422,18 +475,25 @@ export class HaproxyEngine {
     this.stored.remember(lbId, text);
   }
 
-  /**
-   * A request's config as this binary loads it. An edit of a config that
-   * loads as it is loads as it is too (runnable.ts changes no server line),
-   * and is not scanned again: a member call then makes no pass over the
-   * whole text of its own (writing it is the one left).
-   */
-  private async runnableOf(lbId: string, config: NewConfig): Promise<string> {
-    const text = textOf(config);
-    const runnable = typeof config !== 'string' && this.runsAsIs.get(lbId) === config.base ? text : await this.runnable(text);
-    if (runnable === text) this.runsAsIs.set(lbId, text);
-    else this.runsAsIs.delete(lbId);
+  /** An API 2.0 config as this binary loads it, remembered when that is the config as it is (runsAsIs). */
+  private async runnableOf(lbId: string, text: string): Promise<string> {
+    const runnable = await this.runnable(text);
+    if (runnable === text) this.asIs.set(lbId, text);
+    else this.asIs.delete(lbId);
     return runnable;
+  }
+
+  /**
+   * Whether haproxy runs `base` and loads it as it is. An edit of it then
+   * loads as it is too (runnable.ts changes no server line) and is planned
+   * from its lines: a member call makes no pass over the whole config.
+   */
+  private async runsAsIs(lbId: string, base: EditedConfig): Promise<boolean> {
+    if (this.deferred.heldConfig(lbId) === base) return true;
+    if (!this.planner.runs(lbId, base.text)) return false;
+    // Scanned once per config (the first member call after a start or a whole PUT).
+    if (this.asIs.get(lbId) !== base.text) await this.runnableOf(lbId, base.text);
+    return this.asIs.get(lbId) === base.text;
   }
 
   /** The config as this haproxy binary can load it (runnable.ts); the accepted text stays as uploaded. */
@@ -443,5 +503,9 @@ export class HaproxyEngine {
 
   private runtimeApi(lbId: string): RuntimeApi {
     return new RuntimeApi(this.files(lbId).masterSocket, this.opts.drainTimeoutMs ?? 30_000);
+  }
+
+  private runtimeDeps(lbId: string) {
+    return { lbId, runtime: this.runtimeApi(lbId), pending: this.pending, log: this.opts.log };
   }
 }

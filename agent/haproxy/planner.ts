@@ -2,17 +2,10 @@
 // config, whether the accepted one is the new text, whether haproxy runs,
 // whether certificates changed since the last load, and which accepted
 // config haproxy runs as this process last applied it (a member edit on
-// exactly that config is planned from its lines alone).
+// exactly that config is planned from its lines alone: engine.ts).
 import { modifiedAt, newestModification, readTextIfExists } from '../system/files.js';
 import type { LoadBalancerFiles } from './layout.js';
-import { planApply, planMemberLines, type MemberLines, type Plan, type PlanFacts } from './plan.js';
-
-/** An API 2.0 member call's config: `base` (the accepted config) with the member's server lines changed. */
-export interface MemberEdit {
-  base: string;
-  text: string;
-  lines: MemberLines[];
-}
+import { planApply, type Plan, type PlanFacts } from './plan.js';
 
 export interface PlannerDeps {
   files: (lbId: string) => LoadBalancerFiles;
@@ -52,12 +45,6 @@ export class Planner {
   /** Whether haproxy runs `text`, as this process last applied or loaded it. */
   runs(lbId: string, text: string): boolean {
     return this.applied.get(lbId) === text;
-  }
-
-  /** A member edit: from its lines when haproxy runs its base, as a whole otherwise. */
-  member(lbId: string, edit: MemberEdit, runnable: string): Promise<Plan> {
-    if (this.runs(lbId, edit.base)) return Promise.resolve(planMemberLines(edit.lines));
-    return this.plan(lbId, 'put', edit.text, runnable, null);
   }
 
   /** Whether haproxy runs costs a master CLI round trip: asked only when it can matter. */

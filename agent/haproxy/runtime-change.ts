@@ -6,7 +6,7 @@
 // refused one or did not answer: the caller then reloads instead, for the
 // reason returned. An API 2.0 member call leaves the config files to the
 // caller (deferred-config.ts): only its companions and the marker that says
-// the config is behind are written here.
+// the config is behind are written here. Which files: the caller says.
 import type { Logger } from '../log.js';
 import { stageFiles, type FileContent } from '../system/files.js';
 import { memberKey, type LoadBalancerFiles } from './layout.js';
@@ -18,34 +18,24 @@ import type { RuntimeStep } from './runtime-plan.js';
 
 export interface RuntimeChangeDeps {
   lbId: string;
-  files: LoadBalancerFiles;
   runtime: RuntimeApi;
   pending: PendingMembers;
   log: Logger;
 }
 
-export interface RuntimeChange {
-  text: string;
-  /** `text` as this haproxy binary loads it. */
-  runnable: string;
-  companions: FileContent[];
-  /** A member call's: the config files are written later, and this marker now. */
-  deferTo?: { marker: string };
-}
-
 /** The accepted and live config files of a change: one text (one write, two names) unless this haproxy needs its own syntax. */
-export function configFiles(files: LoadBalancerFiles, change: Pick<RuntimeChange, 'text' | 'runnable'>): FileContent[] {
+export function configFiles(files: LoadBalancerFiles, change: { text: string; runnable: string }): FileContent[] {
   return change.runnable === change.text
     ? [{ path: [files.config, files.live], data: change.text }]
     : [{ path: files.config, data: change.text }, { path: files.live, data: change.runnable }];
 }
 
-/** The members now pending ("backend/server"), or why haproxy could not take the steps. */
-export async function changeAtRuntime(deps: RuntimeChangeDeps, change: RuntimeChange, steps: RuntimeStep[]): Promise<{ pending: string[] } | string> {
+/** The members now pending ("backend/server"), or why haproxy could not take the steps; `files` are written once it took them. */
+export async function changeAtRuntime(deps: RuntimeChangeDeps, files: FileContent[], steps: RuntimeStep[]): Promise<{ pending: string[] } | string> {
   const { lbId, log } = deps;
   let result: RuntimeResult;
   try {
-    result = await commandsWithFiles(deps, change, steps);
+    result = await commandsWithFiles(deps, files, steps);
   } catch (err) {
     if (err instanceof MasterCliError) {
       log.warn({ lbId, err: err.message }, 'runtime API unreachable; loading instead');
@@ -61,9 +51,8 @@ export async function changeAtRuntime(deps: RuntimeChangeDeps, change: RuntimeCh
   return { pending };
 }
 
-async function commandsWithFiles(deps: RuntimeChangeDeps, change: RuntimeChange, steps: RuntimeStep[]): Promise<RuntimeResult> {
-  const now = change.deferTo ? [{ path: change.deferTo.marker, data: '' }] : configFiles(deps.files, change);
-  const staging = stageFiles([...now, ...change.companions]);
+async function commandsWithFiles(deps: RuntimeChangeDeps, files: FileContent[], steps: RuntimeStep[]): Promise<RuntimeResult> {
+  const staging = stageFiles(files);
   staging.catch(() => undefined); // its failure is handled below, not an unhandled rejection meanwhile
   let result: RuntimeResult;
   try {

@@ -4,8 +4,8 @@
 // pool. The result is the config a whole render of the new spec gives (a
 // unit test holds the two together), at a cost that does not grow with the
 // load balancer. Pure.
-import { spliceServerLine } from '../haproxy/config-splice.js';
-import type { MemberEdit } from '../haproxy/planner.js';
+import type { EditedConfig } from '../haproxy/edited-config.js';
+import type { MemberEdit } from '../haproxy/engine.js';
 import type { MemberLines } from '../haproxy/plan.js';
 import type { MemberSpec } from '../spec/types.js';
 
@@ -14,17 +14,16 @@ import type { MemberSpec } from '../spec/types.js';
  * removed from the backends `before` names (`after` null). Null when `base`
  * lacks one of those backends: the caller renders the whole spec instead.
  */
-export function editMember(base: string, memberId: string, backends: string[], after: Map<string, string> | null): MemberEdit | null {
-  let text = base;
+export function editMember(base: EditedConfig, memberId: string, backends: string[], after: Map<string, string> | null): MemberEdit | null {
+  let edited = base;
   const lines: MemberLines[] = [];
   for (const backend of backends) {
+    if (!base.hasBackend(backend)) return null;
     const line = after?.get(backend) ?? null;
-    const spliced = spliceServerLine(text, backend, memberId, line);
-    if (spliced === null) return null;
-    text = spliced.text;
-    lines.push({ backend, before: spliced.before, after: line });
+    lines.push({ backend, before: edited.serverLine(backend, memberId), after: line });
+    edited = edited.withServerLine(backend, memberId, line);
   }
-  return { base, text, lines };
+  return { base, edited, lines };
 }
 
 /** Whether two member specs say the same (defaults filled in). */

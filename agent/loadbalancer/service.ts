@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
 import type { ChangeReport, HaproxyEngine, Supervision } from '../haproxy/engine.js';
-import type { MemberEdit } from '../haproxy/planner.js';
+import type { MemberEdit } from '../haproxy/engine.js';
 import { KeyedLock } from '../haproxy/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
 import type { AmphoraFacts, RenderedLoadBalancer, RenderTarget } from '../render/settings.js';
@@ -193,7 +193,7 @@ export class LoadBalancerService {
       const changes = describeMemberChange(poolId, was ?? null, member);
       if (opts.dryRun) {
         const plan = await this.deps.engine.plan(lbId, edit);
-        return { ...this.planned(plan, []), result: 'dry_run', created: false, etag: next.etag, changes, config: edit.text, pending: [] };
+        return { ...this.planned(plan, []), result: 'dry_run', created: false, etag: next.etag, changes, config: edit.edited.text, pending: [] };
       }
       const change: MemberChange = { pool: poolId, member: memberId, ...(member ? { spec: member } : {}), etag: next.etag };
       // The journal's next state: as it is (the member did not change), one line longer, or folded into spec.json.
@@ -222,7 +222,7 @@ export class LoadBalancerService {
   private async memberEdit(
     lbId: string, before: LoadBalancerSpec, after: LoadBalancerSpec, poolId: string, memberId: string, was: MemberSpec | undefined, member: MemberSpec | null,
   ): Promise<MemberEdit | null> {
-    const base = await this.deps.engine.acceptedConfig(lbId);
+    const base = await this.deps.engine.memberBase(lbId);
     if (base === null) return null;
     const target = await this.renderTarget();
     const lines = (spec: LoadBalancerSpec, m: MemberSpec) => renderMemberLines(spec, poolId, m, this.deps.config.current.render, target);

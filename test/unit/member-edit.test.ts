@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { planMemberLines, stepName } from '../../agent/haproxy/plan.js';
+import { EditedConfig } from '../../agent/haproxy/edited-config.js';
 import { editMember } from '../../agent/loadbalancer/member-edit.js';
 import { applyMemberChange, journalLine, readStoredSpec, specEtag, storedSpecText, type StoredSpec } from '../../agent/loadbalancer/spec-store.js';
 import { renderLoadBalancer, renderMemberLines } from '../../agent/render/render.js';
@@ -44,14 +45,51 @@ for (const initStateAtStartup of [true, false]) {
           const after = withMember(spec, pool.id, id, member);
           const newLines = member ? lines(after, pool.id, member) : null;
           const backends = [...(newLines ?? lines(spec, pool.id, was!)).keys()];
-          const edit = editMember(base, id, backends, newLines);
+          const edit = editMember(EditedConfig.of(base), id, backends, newLines);
           assert.ok(edit, `${f.name} ${pool.id}: ${what} ${id}: a backend is missing`);
-          assert.fixture(edit.text, render(after)!, `${f.name} ${pool.id}: ${what} ${id}`);
+          assert.fixture(edit.edited.text, render(after)!, `${f.name} ${pool.id}: ${what} ${id}`);
           edits++;
         }
       }
     }
     assert.ok(edits > 50, `only ${edits} edits checked`);
+  });
+
+  test(`chained member calls, folded once = whole render of the last spec (init-state ${initStateAtStartup})`, () => {
+    let checked = 0;
+    for (const f of fixtures) {
+      let spec = f.spec();
+      const base = render(spec);
+      if (base === null) continue;
+      for (const pool of poolsById(spec).values()) {
+        if (LVS_PROTOCOLS.includes(pool.protocol) || pool.members.length === 0) continue;
+        const first = pool.members[0]!;
+        const fresh = (n: number): MemberSpec => ({ id: `new-${n}`, address: `198.51.100.${n}`, protocol_port: 8443, weight: n, admin_state_up: true, backup: false });
+        // Replace in place, append, remove, remove and add again (it goes last), change an appended one.
+        const calls: [string, MemberSpec | null][] = [
+          [first.id, { ...first, weight: first.weight === 9 ? 10 : 9 }], ['new-1', fresh(1)], ['new-2', fresh(2)],
+          [first.id, null], ['new-1', null], [first.id, first], ['new-2', { ...fresh(2), admin_state_up: false }], ['new-1', fresh(1)],
+        ];
+        let config = EditedConfig.of(base);
+        const seen: string[] = [];
+        for (const [id, member] of calls) {
+          const was = poolsById(spec).get(pool.id)!.members.find((m) => m.id === id);
+          const after = withMember(spec, pool.id, id, member);
+          const newLines = member ? lines(after, pool.id, member) : null;
+          const backends = [...(newLines ?? lines(spec, pool.id, was!)).keys()];
+          const edit = editMember(config, id, backends, newLines);
+          assert.ok(edit, `${f.name} ${pool.id}: ${id}: a backend is missing`);
+          for (const l of edit.lines) assert.is(l.before, was ? lines(spec, pool.id, was).get(l.backend)! : null, `${f.name}: line of ${id} before the call`);
+          config = edit.edited;
+          spec = after;
+          seen.push(id);
+        }
+        assert.fixture(config.text, render(spec)!, `${f.name} ${pool.id}: after ${seen.join(', ')}`);
+        checked++;
+        spec = f.spec();
+      }
+    }
+    assert.ok(checked > 5, `only ${checked} pools checked`);
   });
 }
 
