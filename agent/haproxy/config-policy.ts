@@ -166,26 +166,27 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
   const forkLines: number[] = [];
   let section = '';
 
-  const lines = text.split('\n');
-  for (const [i, raw] of lines.entries()) {
-    const line = i + 1;
+  let line = 0; // the line being read, 1-based
+  const refuse = (directive: string, reason: string) => out.push({ line, directive, reason });
+  const fileIn = (directive: string, path: string | undefined, dirs: string[], where: string) => {
+    if (path === undefined) return; // haproxy -c refuses the missing argument
+    if (path === '@system-ca' && directive.endsWith('ca-file')) return; // the system's CA bundle
+    if (!insideDirs(path, dirs) || protectedFiles.has(posix.normalize(path))) {
+      refuse(directive, `reads ${JSON.stringify(path)}, outside ${where}`);
+    }
+  };
+  const inLbDirs = (directive: string, path: string | undefined) =>
+    fileIn(directive, path, ownDirs, `the load balancer's directories (${lbDir}/, ${certDir}/)`);
+  const inCertDir = (directive: string, path: string | undefined) =>
+    fileIn(directive, path, [certDir], `the load balancer's certificate directory (${certDir}/)`);
+
+  for (const raw of text.split('\n')) {
+    line++;
     const words = tokenizeLine(raw).words;
     if (words.length === 0) continue;
     const kw = words[0]!;
-    const refuse = (directive: string, reason: string) => out.push({ line, directive, reason });
-    const fileIn = (directive: string, path: string | undefined, dirs: string[], where: string) => {
-      if (path === undefined) return; // haproxy -c refuses the missing argument
-      if (path === '@system-ca' && directive.endsWith('ca-file')) return; // the system's CA bundle
-      if (!insideDirs(path, dirs) || protectedFiles.has(posix.normalize(path))) {
-        refuse(directive, `reads ${JSON.stringify(path)}, outside ${where}`);
-      }
-    };
-    const inLbDirs = (directive: string, path: string | undefined) =>
-      fileIn(directive, path, ownDirs, `the load balancer's directories (${lbDir}/, ${certDir}/)`);
-    const inCertDir = (directive: string, path: string | undefined) =>
-      fileIn(directive, path, [certDir], `the load balancer's certificate directory (${certDir}/)`);
 
-    if (expandsEnvironment(raw)) refuse(kw, 'expands an environment variable ("$NAME" in double quotes)');
+    if (raw.includes('$') && expandsEnvironment(raw)) refuse(kw, 'expands an environment variable ("$NAME" in double quotes)');
 
     const lower = kw.toLowerCase();
     if (SECTIONS.has(lower)) section = lower;
@@ -253,7 +254,7 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
         for (const a of (words[1] ?? '').split(',')) {
           if (NON_IP_ADDRESS.test(a)) refuse(lower, `binds ${JSON.stringify(a)}, not an IP address`);
         }
-        for (const [j, w] of words.entries()) if (j > 1 && CERT_FILE_OPTIONS.has(w)) inCertDir(`bind ${w}`, words[j + 1]);
+        for (let j = 2; j < words.length; j++) if (CERT_FILE_OPTIONS.has(words[j]!)) inCertDir(`bind ${words[j]}`, words[j + 1]);
         break;
       case 'server':
       case 'peer':
@@ -263,7 +264,7 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
       case 'server-template': {
         const addr = lower === 'server-template' ? words[3] : lower === 'default-server' ? undefined : words[2];
         if (addr !== undefined && NON_IP_ADDRESS.test(addr)) refuse(lower, `connects to ${JSON.stringify(addr)}, not an IP address`);
-        for (const [j, w] of words.entries()) if (j > 1 && CERT_FILE_OPTIONS.has(w)) inCertDir(`${lower} ${w}`, words[j + 1]);
+        for (let j = 2; j < words.length; j++) if (CERT_FILE_OPTIONS.has(words[j]!)) inCertDir(`${lower} ${words[j]}`, words[j + 1]);
         break;
       }
       case 'filter':
@@ -282,9 +283,10 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
     }
 
     // ACL pattern files (-f) and map/ACL files named by converters and actions, on any line.
-    for (const [j, w] of words.entries()) {
+    for (let j = 0; j < words.length; j++) {
+      const w = words[j]!;
       if (w === '-f' && j > 0) inLbDirs(`${kw} -f`, words[j + 1]);
-      for (const m of w.matchAll(FILE_REFERENCE)) inLbDirs(`${kw} ${m[1]}()`, m[2]);
+      if (w.includes('(')) for (const m of w.matchAll(FILE_REFERENCE)) inLbDirs(`${kw} ${m[1]}()`, m[2]);
     }
   }
   // Forking is for Octavia's PING check: the only external-check command allowed above.

@@ -63,6 +63,9 @@ export interface Tokenized {
 }
 
 const SPACE = /[ \t\n\v\f\r]/;
+const SPACES = /[ \t\n\v\f\r]+/;
+/** Quotes, escapes and comments: a line without them is words between spaces. */
+const NEEDS_RESOLVING = /["'\\#]/;
 /** Backslash sequences haproxy resolves anywhere outside single quotes. */
 const ESCAPES = new Map([[' ', ' '], ['\\', '\\'], ['#', '#'], ["'", "'"], ['"', '"'], ['t', '\t'], ['n', '\n'], ['r', '\r']]);
 
@@ -72,6 +75,8 @@ const ESCAPES = new Map([[' ', ' '], ['\\', '\\'], ['#', '#'], ["'", "'"], ['"',
  * single quotes, and an unquoted '#' starts a comment.
  */
 export function tokenizeLine(line: string): Tokenized {
+  // Most lines (every server line) have nothing to resolve: split them natively.
+  if (!NEEDS_RESOLVING.test(line)) return { words: line.split(SPACES).filter((w) => w !== ''), codeEnd: codeEndOf(line, line.length) };
   const words: string[] = [];
   let word = '';
   let inWord = false;
@@ -118,9 +123,14 @@ export function tokenizeLine(line: string): Tokenized {
     }
   }
   if (inWord) words.push(word);
-  let codeEnd = i;
+  return { words, codeEnd: codeEndOf(line, i) };
+}
+
+/** `end` moved back over trailing whitespace. */
+function codeEndOf(line: string, end: number): number {
+  let codeEnd = end;
   while (codeEnd > 0 && /\s/.test(line[codeEnd - 1]!)) codeEnd--;
-  return { words, codeEnd };
+  return codeEnd;
 }
 
 interface DefaultsInfo {

@@ -27,11 +27,20 @@ export async function afterHaproxyChange(deps: AnnounceDeps, lbId: string, runni
     const lbs = (await deps.engine.loadBalancerIds()).filter((lb) => running || lb !== lbId);
     await updateHaproxyCheckScript(base, lbs.map((lb) => statsSocket(base, lb)), (await lvsListenerIds(base)).length > 0);
   } else if (running && c.amphoraAgent.networkNamespace) {
-    const binds = readConfig((await deps.engine.acceptedConfig(lbId)) ?? '').frontends.flatMap((f) => f.bindAddresses);
-    // Not awaited: arping waits a second for replies, and nobody waits for the
-    // announcement (failures are logged by announceAddresses).
-    void announceAddresses(c.amphoraAgent.networkNamespace, binds, deps.log);
+    const netns = c.amphoraAgent.networkNamespace;
+    // After the caller has answered, not awaited: nobody waits for the
+    // announcement (failures are logged by announceAddresses), arping waits a
+    // second for replies, and reading the config and starting a process
+    // (a fork) take the event loop for a while at 10,000 members.
+    setImmediate(() => {
+      announceBinds(deps, lbId, netns).catch((err: Error) => deps.log.warn({ lbId, err: err.message }, 'address announcement failed'));
+    });
   }
+}
+
+async function announceBinds(deps: AnnounceDeps, lbId: string, netns: string): Promise<void> {
+  const binds = readConfig((await deps.engine.acceptedConfig(lbId)) ?? '').frontends.flatMap((f) => f.bindAddresses);
+  await announceAddresses(netns, binds, deps.log);
 }
 
 /**

@@ -10,6 +10,16 @@ test('tokenizer: quotes group words, backslash escapes, # starts a comment', () 
   assert.equal(tokenizeLine("  log-format 'x y'").words, ['log-format', 'x y']);
 });
 
+test('tokenizer: a plain line (split natively) reads as the quote-aware path reads it', () => {
+  // The same words with a quote that changes nothing sends the line through the character loop.
+  for (const plain of ['\tserver  m1 10.0.0.1:80\tweight 1 check   ', '    bind 10.0.0.5:80', '', '   ', 'backend p:l\r']) {
+    const slow = tokenizeLine(`${plain}""`);
+    const fast = tokenizeLine(plain);
+    assert.equal(fast.words, slow.words.filter((w) => w !== ''), JSON.stringify(plain));
+    assert.is(fast.codeEnd, plain.trimEnd().length, JSON.stringify(plain));
+  }
+});
+
 test('reads backends, servers, checks and the server-state settings', () => {
   const info = readConfig([
     'global',
