@@ -5,9 +5,10 @@
 // /1.0/info over mutual TLS, and the resources of a process tree.
 import https from 'node:https';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, readFileSync, readdirSync, realpathSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { issue, makeCa, type Ca, type Issued } from '../test/helpers/certs.js';
 
 export const MAIN = fileURLToPath(new URL('../agent/main.js', import.meta.url));
 export const AMPHORA = 'b0b0b0b0-0000-4000-8000-000000000001';
@@ -20,6 +21,17 @@ export function ensurePythonAgent(): void {
   } catch {
     execFileSync('sh', ['-c', 'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends octavia-agent'], { stdio: 'ignore' });
   }
+}
+
+/** Both agents' server certificate, the CA they trust for clients, and the client's TLS options (a controller's). */
+export function benchPki(dir: string): { server: Issued; clientCa: Ca; tls: https.AgentOptions } {
+  const pki = join(dir, 'pki');
+  mkdirSync(pki, { recursive: true });
+  const serverCa = makeCa(pki, 'server-ca');
+  const clientCa = makeCa(pki, 'client-ca');
+  const server = issue(serverCa, 'agent', { dnsName: AMPHORA, usage: 'serverAuth' });
+  const client = issue(clientCa, 'controller', { usage: 'clientAuth' });
+  return { server, clientCa, tls: { ca: readFileSync(serverCa.cert), cert: readFileSync(client.cert), key: readFileSync(client.key) } };
 }
 
 export function configText(dir: string, port: number, serverPem: string, clientCa: string): string {

@@ -5,11 +5,10 @@
 // Run: sudo npm run bench:api   (installs octavia-agent when missing)
 import https from 'node:https';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { issue, makeCa } from '../test/helpers/certs.js';
 import { testDir } from '../test/helpers/haproxies.js';
-import { AMPHORA, agentArgv, configText, ensurePythonAgent, getInfo, treePssKb, treeResources, treeUssKb } from './agents.js';
+import { agentArgv, benchPki, configText, ensurePythonAgent, getInfo, treePssKb, treeResources, treeUssKb } from './agents.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CLIENTS = 8;
@@ -46,13 +45,7 @@ async function measure(port: number, tls: https.AgentOptions): Promise<{ rps: nu
 
 ensurePythonAgent();
 const dir = await testDir('bench-api');
-const pki = join(dir, 'pki');
-mkdirSync(pki, { recursive: true });
-const serverCa = makeCa(pki, 'server-ca');
-const clientCa = makeCa(pki, 'client-ca');
-const server = issue(serverCa, 'agent', { dnsName: AMPHORA, usage: 'serverAuth' });
-const client = issue(clientCa, 'controller', { usage: 'clientAuth' });
-const tls = { ca: readFileSync(serverCa.cert), cert: readFileSync(client.cert), key: readFileSync(client.key) };
+const { server, clientCa, tls } = benchPki(dir);
 
 const agents: { name: string; port: number; proc: ChildProcess }[] = [];
 try {

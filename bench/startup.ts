@@ -10,12 +10,11 @@
 // (CPU and RSS, median of 3), which is what lazy loading saves.
 // Run: sudo npm run bench:startup   (BENCH_ROUNDS=5 by default)
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { issue, makeCa } from '../test/helpers/certs.js';
 import { testDir } from '../test/helpers/haproxies.js';
-import { AMPHORA, agentArgv, configText, ensurePythonAgent, getInfo, processTree, treeResources } from './agents.js';
+import { agentArgv, benchPki, configText, ensurePythonAgent, getInfo, processTree, treeResources } from './agents.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const TIMEOUT_MS = 120_000;
@@ -53,13 +52,7 @@ async function coldStart(argv: readonly string[], conf: string, port: number, tl
 
 ensurePythonAgent();
 const dir = await testDir('bench-startup');
-const pki = join(dir, 'pki');
-mkdirSync(pki, { recursive: true });
-const serverCa = makeCa(pki, 'server-ca');
-const clientCa = makeCa(pki, 'client-ca');
-const server = issue(serverCa, 'agent', { dnsName: AMPHORA, usage: 'serverAuth' });
-const client = issue(clientCa, 'controller', { usage: 'clientAuth' });
-const tls = { ca: readFileSync(serverCa.cert), cert: readFileSync(client.cert), key: readFileSync(client.key) };
+const { server, clientCa, tls } = benchPki(dir);
 
 const commands = agentArgv();
 const agents = [

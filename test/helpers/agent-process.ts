@@ -6,11 +6,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
-import { masterCommand, parseShowProc, workerCommand } from '../../agent/haproxy/master-cli.js';
+import * as assert from 'uvu/assert';
+import { currentWorker, masterCommand, parseShowProc, workerCommand, type ProcessTable } from '../../agent/haproxy/master-cli.js';
 import { parseServerState } from '../../agent/haproxy/server-state.js';
 import { issue, makeCa, type Ca, type Issued } from './certs.js';
 import type { HaproxyUnderTest } from './haproxies.js';
-import { waitFor } from './load.js';
+import { waitFor, type LoadGenerator } from './load.js';
 
 const MAIN = fileURLToPath(new URL('../../agent/main.js', import.meta.url));
 
@@ -105,4 +106,12 @@ export function agentHaproxy(agent: Pick<AgentUnderTest, 'basePath'>, lbId: stri
     servers,
     server: async (name: string) => (await servers()).find((e) => e.server === name),
   };
+}
+
+/** Changes made while `load` ran went through the runtime API: no reload since `before`, the same worker, not one failed request. */
+export function assertServedWithoutReload(before: ProcessTable, after: ProcessTable, load: LoadGenerator): void {
+  assert.is(after.reloads, before.reloads, 'the master reloaded');
+  assert.is(currentWorker(after), currentWorker(before), 'another worker serves');
+  assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
+  assert.ok(load.records.length > 100, `${load.records.length} requests`);
 }

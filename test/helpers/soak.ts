@@ -5,8 +5,8 @@
 // CI test (a few hundred applies) and bench/soak (10,000).
 import https from 'node:https';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { startAgent, agentHaproxy, type AgentUnderTest } from './agent-process.js';
+import { filesUnder } from './file-tree.js';
 import { apiRequest, type ApiReply } from './api-client.js';
 import { CHECK_PATH, TestBackend } from './backend.js';
 import { testDir, type HaproxyUnderTest } from './haproxies.js';
@@ -95,18 +95,11 @@ function sample(pid: number, apply: number): Sample {
 /** Every file under `root` (sockets included) with its size. */
 function files(root: string): Map<string, number> {
   const out = new Map<string, number>();
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else {
-        let size = 0;
-        try { size = statSync(p).size; } catch { /* gone meanwhile */ }
-        out.set(p.slice(root.length), size);
-      }
-    }
-  };
-  walk(root);
+  for (const f of filesUnder(root)) {
+    let size = 0;
+    try { size = statSync(f.path).size; } catch { /* gone meanwhile */ }
+    out.set(f.rel, size);
+  }
   return out;
 }
 
@@ -142,6 +135,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         members: [...v1Members].sort().map((i) => ({ id: `m${i}`, address: backends[i]!.address })),
       });
       expect(`${what} upload`, await apiRequest(a, 'PUT', `/1.0/loadbalancer/${a.amphoraId}/${V1}/haproxy`, { raw: config, headers: { 'Content-Type': 'text/plain' }, connection }), 202);
+    };
+    /** Octavia's pair: upload, then reload. */
+    const uploadAndReload = async (what: string) => {
+      await upload(what);
+      expect('1.0 reload', await apiRequest(a, 'PUT', `/1.0/loadbalancer/${V1}/reload`, { connection }), 202);
     };
     await upload('first');
     expect('start', await apiRequest(a, 'PUT', `/1.0/loadbalancer/${V1}/start`, { connection }), 202);
@@ -194,15 +192,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         case 0:
           generation++;
           count('1.0 upload + reload (config changed)');
-          await upload('1.0 config');
-          expect('1.0 reload', await apiRequest(a, 'PUT', `/1.0/loadbalancer/${V1}/reload`, { connection }), 202);
+          await uploadAndReload('1.0 config');
           break;
         case 1:
         case 9:
           toggle(v1Members, churn);
           count('1.0 upload + reload (members changed)');
-          await upload('1.0 members');
-          expect('1.0 reload', await apiRequest(a, 'PUT', `/1.0/loadbalancer/${V1}/reload`, { connection }), 202);
+          await uploadAndReload('1.0 members');
           break;
         case 2:
         case 3:

@@ -10,7 +10,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import http from 'node:http';
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, testDir, type HaproxyUnderTest } from '../helpers/haproxies.js';
@@ -21,6 +21,7 @@ import { TestBackend } from '../helpers/backend.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { waitFor } from '../helpers/load.js';
 import { issue, makeCa } from '../helpers/certs.js';
+import { filesUnder } from '../helpers/file-tree.js';
 import { testPorts } from '../helpers/ports.js';
 
 const LB = 'lb-full';
@@ -115,16 +116,8 @@ HAPROXIES.forEach((h, hi) => {
 
   /** Every regular file under `root` with its content (sockets, the filler and haproxy's launch log aside). */
   function snapshot(root: string): Map<string, string> {
-    const out = new Map<string, string>();
-    const walk = (d: string) => {
-      for (const e of readdirSync(d, { withFileTypes: true })) {
-        const p = join(d, e.name);
-        if (e.isDirectory()) walk(p);
-        else if (e.isFile() && p !== filler && !e.name.endsWith('.launch.log')) out.set(p.slice(root.length), readFileSync(p, 'latin1'));
-      }
-    };
-    walk(root);
-    return out;
+    const kept = filesUnder(root).filter((f) => f.entry.isFile() && f.path !== filler && !f.entry.name.endsWith('.launch.log'));
+    return new Map(kept.map((f) => [f.rel, readFileSync(f.path, 'latin1')]));
   }
 
   const temporaries = (s: Map<string, string>) => [...s.keys()].filter((k) => k.includes('.tmp-'));
