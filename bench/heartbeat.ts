@@ -42,7 +42,7 @@ try {
   let trimmed = 0;
   for (let r = 0; r < ROUNDS; r++) {
     const t = performance.now();
-    const fitted = encodeToFit(await sender.buildNext(true), KEY, MAX_DATAGRAM);
+    const fitted = await encodeToFit(await sender.buildNext(true), KEY, MAX_DATAGRAM);
     times.push(performance.now() - t);
     bytes = fitted.datagram.length;
     trimmed = fitted.trimmedPools.length;

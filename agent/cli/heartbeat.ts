@@ -14,7 +14,7 @@ export async function heartbeat(args: string[]): Promise<void> {
   const engine = await buildEngine(store.current, rootLogger);
   const sender = new HeartbeatSender({ config: store, log: rootLogger, loadBalancerIds: () => engine.loadBalancerIds(), stats: (lbId) => engine.stats(lbId) });
   const message = await sender.buildNext(false);
-  const bytes = encodeHeartbeat(message, store.current.healthManager.heartbeatKey).length;
+  const bytes = (await encodeHeartbeat(message, store.current.healthManager.heartbeatKey)).length;
   const skip = await sender.skipReason();
   process.stdout.write(`${JSON.stringify(message, null, 2)}\n`);
   process.stderr.write(`datagram: ${bytes} bytes${skip ? `; not sent now: ${skip}` : ''}\n`);

@@ -135,7 +135,7 @@ export class HeartbeatSender {
       const hm = this.deps.config.current.healthManager;
       const destinations = hm.controllerIpPortList.map(parseDestination).filter((d) => d !== null);
       if (destinations.length === 0) return;
-      const { datagram, trimmedPools } = encodeToFit(await this.buildNext(true), hm.heartbeatKey, MAX_DATAGRAM);
+      const { datagram, trimmedPools } = await encodeToFit(await this.buildNext(true), hm.heartbeatKey, MAX_DATAGRAM);
       if (trimmedPools.length > 0) {
         this.deps.log.error({ trimmedPools, bytes: datagram.length },
           'heartbeat too large for one UDP datagram: member statuses of these pools left out (they show OFFLINE in Octavia)');

@@ -127,7 +127,8 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
   t('a datagram signed with another key is rejected by Octavia\'s code', async () => {
     const before = receiver.received.filter((r) => !r.ok).length;
     const sock = dgram.createSocket('udp4');
-    await new Promise<void>((r) => sock.send(encodeHeartbeat({ id: agent.amphoraId, seq: 0, ver: 3, listeners: {}, pools: {} }, 'wrong-key'), receiver.port, '127.0.0.1', () => r()));
+    const wrong = await encodeHeartbeat({ id: agent.amphoraId, seq: 0, ver: 3, listeners: {}, pools: {} }, 'wrong-key');
+    await new Promise<void>((r) => sock.send(wrong, receiver.port, '127.0.0.1', () => r()));
     sock.close();
     await waitFor('the rejection', () => receiver.received.filter((r) => !r.ok).length > before, 5000);
     assert.match(receiver.received.filter((r) => !r.ok).pop()!.error!, /HMAC/);

@@ -44,20 +44,20 @@ test('LVS listeners: OPEN with zero stats, unless their config marks them disabl
   assert.equal(message.listeners, { u1: { status: 'OPEN', stats: { tx: 0, rx: 0, conns: 0, totconns: 0, ereq: 0 } } });
 });
 
-test('envelope: zlib level 9 + 64 hex chars of HMAC-SHA256; a wrong key fails', () => {
-  const d = encodeHeartbeat({ a: 1 }, 'k');
+test('envelope: zlib level 9 + 64 hex chars of HMAC-SHA256; a wrong key fails', async () => {
+  const d = await encodeHeartbeat({ a: 1 }, 'k');
   assert.is(d.subarray(0, 2).toString('hex'), '78da');
   assert.match(d.subarray(d.length - 64).toString('ascii'), /^[0-9a-f]{64}$/);
   assert.equal(decodeHeartbeat(d, 'k'), { a: 1 });
   assert.throws(() => decodeHeartbeat(d, 'other'), /HMAC/);
 });
 
-test('5,000 members with UUID ids do not fit one datagram: the largest pools lose their member statuses, listeners stay', () => {
+test('5,000 members with UUID ids do not fit one datagram: the largest pools lose their member statuses, listeners stay', async () => {
   const members: Record<string, string> = {};
   for (let i = 0; i < 5000; i++) members[randomUUID()] = 'UP';
   const msg = { id: 'amp', seq: 0, ver: 3, listeners: { l1: { status: 'OPEN' } }, pools: { 'big:l1': { status: 'UP', members }, 'small:l1': { status: 'UP', members: { m: 'UP' } } } };
-  assert.ok(encodeHeartbeat(msg, 'k').length > MAX_DATAGRAM);
-  const fitted = encodeToFit(msg, 'k', MAX_DATAGRAM);
+  assert.ok((await encodeHeartbeat(msg, 'k')).length > MAX_DATAGRAM);
+  const fitted = await encodeToFit(msg, 'k', MAX_DATAGRAM);
   assert.ok(fitted.datagram.length <= MAX_DATAGRAM);
   assert.equal(fitted.trimmedPools, ['big:l1']);
   const decoded = decodeHeartbeat(fitted.datagram, 'k') as typeof msg;
@@ -66,7 +66,7 @@ test('5,000 members with UUID ids do not fit one datagram: the largest pools los
   assert.is(decoded.pools['big:l1']!.status, 'UP');
   // 2,500 UUID members still fit whole.
   const some = Object.fromEntries(Object.entries(members).slice(0, 2500));
-  assert.equal(encodeToFit({ ...msg, pools: { 'big:l1': { status: 'UP', members: some } } }, 'k', MAX_DATAGRAM).trimmedPools, []);
+  assert.equal((await encodeToFit({ ...msg, pools: { 'big:l1': { status: 'UP', members: some } } }, 'k', MAX_DATAGRAM)).trimmedPools, []);
 });
 
 test('destinations: split at the last colon, IPv6 unbracketed, bad entries ignored', () => {
