@@ -83,7 +83,7 @@ async function startAbuser(): Promise<{ opened: number; stop(): Promise<AbuseRep
   };
 }
 
-t('500 idle, 50 slow, 200 half-open connections and a handshake flood: every controller request answered, /1.0/info p99 < 1 s; timeouts close the rest; memory bounded', async () => {
+t('500 idle, 50 slow, 200 half-open connections and a handshake flood: every controller request answered, p99 < 1 s; timeouts close the rest; memory bounded', async () => {
   for (let i = 0; i < 5; i++) assert.is((await apiRequest(agent, 'GET', '/1.0/info')).status, 200);
   const rssBefore = rssKb();
   let rssPeak = rssBefore;
@@ -127,13 +127,13 @@ t('500 idle, 50 slow, 200 half-open connections and a handshake flood: every con
   for (const [path, ms] of byPath) show(`controller, ${path}`, stats(ms));
   console.log(`  flood: ${report.churned} garbage/no-certificate connections`);
   assert.equal(failures, [], 'controller requests failed');
-  // The issue's bound, on the requests the agent answers itself. /1.0/details
-  // runs `ip -s -j link show` in the namespace: on a machine this busy (the
-  // flood's process and others on 2 cores) the spawn alone takes hundreds of
-  // ms, so it gets a bound for "answered, not stuck" only.
-  const info = stats(byPath.get('/1.0/info')!);
-  assert.ok(info.p99 < 1000, `/1.0/info p99 ${info.p99.toFixed(1)} ms`);
-  assert.ok(stats(latencies).max < 5000, `a request took ${stats(latencies).max.toFixed(1)} ms`);
+  // The issue's bound, over every controller request. /1.0/details runs
+  // `ip -s -j link show` in the namespace, the slowest of them: in a fresh CI
+  // run p99 161 ms overall, 309 ms for /1.0/details (1.7 s only with two
+  // other test suites sharing the 2 cores).
+  const all = stats(latencies);
+  assert.ok(all.p99 < 1000, `controller requests p99 ${all.p99.toFixed(1)} ms`);
+  assert.ok(all.max < 5000, `a request took ${all.max.toFixed(1)} ms`);
   assert.ok(report.churned >= 500, `the flood made only ${report.churned} connections`);
 
   // Nobody closed them from the client side: each ended by the server's timeout for its stage.
