@@ -152,10 +152,15 @@ export function treeUssKb(pid: number): number {
 }
 
 function treeRollup(pid: number, fields: string[]): number {
-  let total = 0;
-  for (const p of processTree(pid)) {
-    const rollup = readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
-    for (const f of fields) total += Number(new RegExp(`^${f}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? 0);
-  }
-  return total;
+  return processTree(pid).reduce((total, p) => total + rollup(p, fields), 0);
+}
+
+/** PSS of one process alone (an agent without the haproxy it supervises). */
+export function processPssKb(pid: number): number {
+  return rollup(pid, ['Pss']);
+}
+
+function rollup(pid: number, fields: string[]): number {
+  const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  return fields.reduce((total, f) => total + Number(new RegExp(`^${f}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0), 0);
 }

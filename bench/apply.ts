@@ -18,6 +18,7 @@ import { apiRequest } from '../test/helpers/api-client.js';
 import { renderLoadBalancer } from '../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../agent/render/settings.js';
 import { validateSpec } from '../agent/spec/validate.js';
+import { processPssKb } from './agents.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 30);
@@ -58,6 +59,12 @@ for (const h of HAPROXIES.filter((x) => !process.env.BENCH_HAPROXY || x.label.in
     const v1 = v1Path(agent, 'lb-bench-v1', net.nsIp, 8081, connection, MEMBERS);
     const v1Classic = v1Path(classic, 'lb-bench-v1c', net.nsIp, 8082, classicConnection, MEMBERS);
 
+    // The agent's own memory (not its haproxy's) from before the 2.0 create to the end of the timed whole-spec PUTs.
+    const pssIdleKb = processPssKb(agent.process.pid!);
+    let pssPeakKb = pssIdleKb;
+    const sampler = setInterval(() => {
+      pssPeakKb = Math.max(pssPeakKb, processPssKb(agent.process.pid!));
+    }, 50);
     // All three load balancers run before timing starts.
     if ((await put2(1)).status !== 201) throw new Error('2.0 create failed');
     await v1.change(1);
@@ -98,6 +105,7 @@ for (const h of HAPROXIES.filter((x) => !process.env.BENCH_HAPROXY || x.label.in
     reconnect();
     await put2(5);
     const whole = await timed(put2);
+    clearInterval(sampler);
     reconnect();
     const runtime1 = await v1.measure(ROUNDS);
     reconnect();
@@ -107,6 +115,7 @@ for (const h of HAPROXIES.filter((x) => !process.env.BENCH_HAPROXY || x.label.in
     console.log(`  API 2.0 whole spec PUT (runtime API)              ${whole.toFixed(1)} ms`);
     console.log(`  API 1.0 upload + reload, member-only -> runtime   ${runtime1.total.toFixed(1)} ms (upload with haproxy -c ${runtime1.upload.toFixed(1)} ms)`);
     console.log(`  API 1.0 upload + real reload (Octavia's agent)    ${classic1.total.toFixed(1)} ms (upload with haproxy -c ${classic1.upload.toFixed(1)} ms)`);
+    console.log(`  agent PSS: ${(pssIdleKb / 1024).toFixed(1)} MiB before the 2.0 create, peak ${(pssPeakKb / 1024).toFixed(1)} MiB during it and the PUTs (sampled every 50 ms)`);
     console.log(`  ratio, member call against upload + real reload   ${(classic1.total / member).toFixed(1)}x faster`);
     console.log(`  ratio, whole spec against upload + real reload    ${(classic1.total / whole).toFixed(1)}x faster`);
     console.log(`  ratio, 1.0 runtime against upload + real reload   ${(classic1.total / runtime1.total).toFixed(1)}x faster`);
