@@ -6,8 +6,9 @@
 // vm/log-offload-udp), and disable_local_log_storage. The tenant receiver
 // must get haproxy's flow lines for real requests in Octavia's
 // user_log_format, the admin receiver
-// the agent's and haproxy's administrative lines. The amphora should keep
-// none of them on disk, but Octavia 19's rendering defeats that (last test).
+// the agent's and haproxy's administrative lines, and the amphora keep none
+// of them on disk, also where Octavia 19's rendering would defeat that (last
+// test).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:net';
@@ -120,19 +121,22 @@ export function logOffloadSuite(protocol: 'TCP' | 'UDP'): void {
   });
 
   // Octavia 19's 10-rsyslog.conf template strips the newline before its
-  // closing "*.* stop" when admin targets are set, rendering
-  // "local1.* call admin_forwarding*.* stop": rsyslog still calls the admin
-  // ruleset but never stops, so Debian's rules keep every line locally
-  // (/var/log/haproxy.log from haproxy's 49-haproxy.conf, /var/log/syslog).
-  // The config drive file is the controller's; the amphora takes it as
-  // given. This asserts the defect as found, so the day Octavia renders the
-  // line apart the test fails and becomes the "nothing on disk" check.
-  test('disable_local_log_storage: Octavia 19 glues "*.* stop" to the admin call, so flows stay on disk (upstream defect)', () => {
+  // closing "*.* stop" when admin targets are set ("local1.* call
+  // admin_forwarding*.* stop"): rsyslog never stops, and Debian's rules would
+  // keep every line locally (/var/log/haproxy.log, /var/log/syslog). The
+  // image puts the stop the file meant in a file of its own at each rsyslog
+  // start (/var/lib/octavia/rsyslog-local-storage.sh); the controller's file
+  // stays byte for byte as sent (checked above).
+  test('disable_local_log_storage: no flow line kept on the amphora, also with Octavia 19\'s glued "*.* stop"', () => {
     const conf = amp.build.config_drive_files!['/etc/rsyslog.d/10-rsyslog.conf']!;
-    assert.match(conf, /^local1\.\* call admin_forwarding\*\.\* stop$/m);
-    const flows = amp.guest.root(`grep -c '${amp.lbId}.*"GET / HTTP/1.1"' /var/log/haproxy.log || true`).trim();
-    assert.ok(Number(flows) > 0, `flow lines in /var/log/haproxy.log: ${flows}`);
-    console.log(`disable_local_log_storage ignored: ${flows} flow lines kept in /var/log/haproxy.log`);
+    const glued = /^local1\.\* call admin_forwarding\*\.\* stop$/m.test(conf);
+    console.log(`10-rsyslog.conf from the controller: "*.* stop" ${glued ? 'glued to the admin call (Octavia 19 defect)' : 'on its own line'}`);
+    const stop = amp.guest.root('cat /etc/rsyslog.d/11-octavia-local-storage-off.conf 2>/dev/null || true');
+    if (glued) assert.match(stop, /^\*\.\* stop$/m, 'the stop 10-rsyslog.conf meant is not in place');
+    else assert.is(stop.trim(), '', 'a stop file although the controller rendered its own');
+    // The flows went out (the tenant receiver test above); none stayed.
+    const kept = amp.guest.root(`cat /var/log/haproxy.log /var/log/syslog 2>/dev/null | grep -c '${amp.lbId}.*"GET / HTTP/1.1"' || true`).trim();
+    assert.is(Number(kept), 0, `flow lines kept on the amphora: ${kept}`);
   });
 
   test.run();
