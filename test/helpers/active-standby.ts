@@ -313,11 +313,15 @@ export class ActiveStandbyRig {
     for (const pid of pids) quiet('kill', '-9', pid);
   }
 
-  /** The pids of a load balancer's haproxy (master and workers) in the amphora's namespace: their command lines name its config. */
+  /**
+   * The pids of a load balancer's haproxy (master and workers) in the
+   * amphora's namespace: haproxy processes whose command lines name its
+   * config (keepalived's check script and its socat name its socket too).
+   */
   haproxyPids(amp: Amphora, lbId: string): number[] {
     return sh('ip', 'netns', 'pids', amp.netns).split('\n').filter(Boolean).filter((pid) => {
       try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(lbId);
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('haproxy') && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(lbId);
       } catch {
         return false;
       }
