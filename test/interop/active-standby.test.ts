@@ -11,7 +11,7 @@
 // the failovers: the agent stopped and started again, planned reloads, a VIP
 // link down, a partition with links up, and an APP_COOKIE second listener.
 // A listener pushed while the master dies (issue scenario 9) is not here:
-// the survivor's reload fails then (see the h15 report).
+// adding that listener fails to reload on haproxy 2.6 (README, known gaps).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
