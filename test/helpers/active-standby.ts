@@ -19,7 +19,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { startAgent, type AgentUnderTest } from './agent-process.js';
+import { restartAgent, startAgent, type AgentUnderTest } from './agent-process.js';
 import { testDir, type HaproxyUnderTest, type OctaviaUnderTest } from './haproxies.js';
 import { sleep, waitFor } from './load.js';
 import { OctaviaPeer } from './octavia-peer.js';
@@ -28,6 +28,8 @@ const LOAD_MAIN = fileURLToPath(new URL('./ns-load-main.js', import.meta.url));
 
 export const VIP = '10.61.0.100';
 export const CLIENT_SOURCES = Array.from({ length: 10 }, (_, i) => `10.61.0.${21 + i}`);
+
+const PARTITION_TABLE = 'aat_partition';
 
 const sh = (...args: string[]) => execFileSync(args[0]!, args.slice(1), { encoding: 'utf8' });
 const quiet = (...args: string[]) => {
@@ -52,14 +54,24 @@ export interface Amphora {
   dir: string;
 }
 
-export interface LbSpec {
-  lbId: string;
+export interface ListenerSpec {
   listenerId: string;
   poolId: string;
   port: number;
   persistence?: 'SOURCE_IP' | 'APP_COOKIE' | null;
   cookieName?: string;
 }
+
+/** A load balancer: its first listener, and `more` listeners beside it (each with its own pool of the same members). */
+export interface LbSpec extends ListenerSpec {
+  lbId: string;
+  more?: ListenerSpec[];
+  /** The first listener's connection limit (default 2000): a change makes a planned reload. */
+  connectionLimit?: number;
+}
+
+/** The cookie the members set (APP_COOKIE persistence): a new session when a request carries none. */
+export const SESSION_COOKIE = 'SESSIONID';
 
 export interface LoadRecord {
   start: number;
@@ -70,6 +82,8 @@ export interface LoadRecord {
   via: string | null;
   error: string | null;
   src: string | null;
+  /** The cookie the request carried (name=value; APP_COOKIE loads only). */
+  cookie: string | null;
 }
 
 /** The client load from the client namespace: one new connection per request. */
@@ -105,9 +119,12 @@ async function startMembers(host: string): Promise<{ servers: http.Server[]; add
   const addresses = [];
   for (const [i, name] of ['m1', 'm2'].entries()) {
     const port = 8081 + i;
+    let sessions = 0;
     const server = http.createServer((req, res) => {
       const via = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
-      res.writeHead(200, { 'x-member': name, 'x-via': via, 'content-type': 'text/plain' });
+      const headers: Record<string, string> = { 'x-member': name, 'x-via': via, 'content-type': 'text/plain' };
+      if (!(req.headers.cookie ?? '').includes(`${SESSION_COOKIE}=`)) headers['set-cookie'] = `${SESSION_COOKIE}=${name}-${++sessions}; Path=/`;
+      res.writeHead(200, headers);
       res.end(name);
     });
     server.keepAliveTimeout = 1000;
@@ -225,21 +242,27 @@ export class ActiveStandbyRig {
   /** The spec both amphorae get from the templaters: Octavia 11 and later give the MASTER role priority 100, BACKUP 90. */
   private asSpec(lb: LbSpec): Record<string, unknown> {
     return {
-      lb_id: lb.lbId, listener_id: lb.listenerId, pool_id: lb.poolId, vip: VIP, port: lb.port, connection_limit: 2000,
+      lb_id: lb.lbId, listener_id: lb.listenerId, pool_id: lb.poolId, vip: VIP, port: lb.port, connection_limit: lb.connectionLimit ?? 2000,
       members: this.members.map((m) => ({ id: m.id, address: m.address, port: m.port })),
       persistence: lb.persistence ?? null, cookie_name: lb.cookieName ?? null,
+      more_listeners: (lb.more ?? []).map((l) => ({
+        listener_id: l.listenerId, pool_id: l.poolId, port: l.port, persistence: l.persistence ?? null, cookie_name: l.cookieName ?? null,
+      })),
       amphorae: this.amphorae.map((a, i) => ({ id: a.amphoraId, lb_network_ip: a.apiHost, vrrp_ip: a.vrrpIp, role: i === 0 ? 'MASTER' : 'BACKUP', priority: i === 0 ? 100 : 90 })),
     };
   }
 
   /** haproxy config per amphora (JinjaTemplater, peers), uploaded and loaded through the client. */
   async deployListener(lb: LbSpec, haproxyVersion: string): Promise<void> {
-    for (const amp of this.amphorae) {
-      const r = await amp.peer.request('as_render', { ...this.asSpec(lb), haproxy_version: haproxyVersion });
-      if (!r.ok) throw new Error(`JinjaTemplater: ${r.exception}: ${r.message}\n${r.trace ?? ''}`);
-      await amp.peer.call('upload_config', lb.lbId, r.result as string);
-      await amp.peer.call('reload_listener', lb.lbId);
-    }
+    for (const amp of this.amphorae) await this.deployListenerTo(amp, lb, haproxyVersion);
+  }
+
+  /** One amphora's part of Octavia's listener update: its config rendered, uploaded and reloaded. */
+  async deployListenerTo(amp: Amphora, lb: LbSpec, haproxyVersion: string): Promise<void> {
+    const r = await amp.peer.request('as_render', { ...this.asSpec(lb), haproxy_version: haproxyVersion });
+    if (!r.ok) throw new Error(`JinjaTemplater: ${r.exception}: ${r.message}\n${r.trace ?? ''}`);
+    await amp.peer.call('upload_config', lb.lbId, r.result as string);
+    await amp.peer.call('reload_listener', lb.lbId);
   }
 
   /** keepalived configs (KeepalivedJinjaTemplater through the driver's update_vrrp_conf), uploaded and started on both. */
@@ -288,6 +311,75 @@ export class ActiveStandbyRig {
     const pids = sh('ip', 'netns', 'pids', amp.netns).split('\n').filter(Boolean);
     for (const pid of pids) quiet('kill', '-STOP', pid);
     for (const pid of pids) quiet('kill', '-9', pid);
+  }
+
+  /**
+   * The pids of a load balancer's haproxy (master and workers) in the
+   * amphora's namespace: haproxy processes whose command lines name its
+   * config (keepalived's check script and its socat name its socket too).
+   */
+  haproxyPids(amp: Amphora, lbId: string): number[] {
+    return sh('ip', 'netns', 'pids', amp.netns).split('\n').filter(Boolean).filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('haproxy') && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(lbId);
+      } catch {
+        return false;
+      }
+    }).map(Number);
+  }
+
+  /** The amphora's agent started again (after amp.agent.stop()), with the same config. */
+  async startAgentAgain(amp: Amphora): Promise<void> {
+    amp.agent = await restartAgent(amp.agent);
+  }
+
+  /**
+   * The amphora's VIP NIC down in its namespace. The kernel drops the routes
+   * through it (the default route of the VIP's routing table), which link up
+   * does not bring back: vipLinkUp restores what this saw.
+   */
+  vipLinkDown(amp: Amphora): string[] {
+    const routes = this.routes(amp);
+    sh('ip', '-n', amp.netns, 'link', 'set', 'eth1', 'down');
+    return routes;
+  }
+
+  /** Link up, and every route of `routes` (vipLinkDown's) whose destination has none now added back. */
+  vipLinkUp(amp: Amphora, routes: string[]): string[] {
+    sh('ip', '-n', amp.netns, 'link', 'set', 'eth1', 'up');
+    // The kernel puts the subnet's route back with the link (proto kernel).
+    const destination = (r: string) => r.split(' ')[0]!;
+    const now = new Set(this.routes(amp).map(destination));
+    const missing = routes.filter((r) => !now.has(destination(r)));
+    for (const r of missing) sh('ip', '-n', amp.netns, 'route', 'add', ...r.split(' '));
+    return missing;
+  }
+
+  /**
+   * The routes of the namespace's main table, one per line, without flags:
+   * those the agent set up when it plugged the VIP. The local table comes
+   * back with link up; table 1 is keepalived's (virtual_routes), which it
+   * adds when it becomes master.
+   */
+  private routes(amp: Amphora): string[] {
+    return sh('ip', '-n', amp.netns, 'route', 'show').split('\n').map((l) => l.replace(/\s+(linkdown|dead)\b/g, '').trim()).filter(Boolean);
+  }
+
+  /** VRRP between the amphorae cut in `amp`'s namespace (both directions), the link left up: a split brain. */
+  partition(amp: Amphora): void {
+    execFileSync('ip', ['netns', 'exec', amp.netns, 'nft', '-f', '-'], {
+      input: `table ip ${PARTITION_TABLE} {\n  chain in { type filter hook input priority 0; ip protocol vrrp drop; }\n` +
+        `  chain out { type filter hook output priority 0; ip protocol vrrp drop; }\n}\n`,
+    });
+  }
+
+  heal(amp: Amphora): void {
+    quiet('ip', 'netns', 'exec', amp.netns, 'nft', 'delete', 'table', 'ip', PARTITION_TABLE);
+  }
+
+  /** The amphorae holding the VIP now. */
+  vipHolders(): Amphora[] {
+    return this.amphorae.filter((a) => this.holdsVip(a));
   }
 
   /** The pid of the VRRP keepalived's VRRP child, from its pid file. */

@@ -27,6 +27,8 @@ export interface AgentUnderTest {
   /** CA the agent trusts for clients, and the controller's client certificate. */
   clientCa: Ca;
   client: Issued;
+  /** The command line it runs (launcher included): restartAgent runs it again. */
+  argv: string[];
   output(): string;
   stop(): Promise<void>;
 }
@@ -67,9 +69,18 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
     `amphora_id = ${amphoraId}`, 'process_manager = direct', `network_namespace = ${netns}`,
     `agent_server_network_dir = ${join(dir, 'interfaces')}`, `systemd_unit_dir = ${join(dir, 'units')}`, ...amphoraAgent, ...(more.sections ?? []), '',
   ].join('\n'));
+  const argv = [...launcher, process.execPath, MAIN, '--config-file', configFile];
+  return { port, amphoraId, basePath, certDir, configFile, serverCa, clientCa, client, argv, ...(await launch(argv)) };
+}
+
+/** The same agent (config, certificates, launcher) started again after it stopped, as its service would restart it. */
+export async function restartAgent(agent: AgentUnderTest): Promise<AgentUnderTest> {
+  return { ...agent, ...(await launch(agent.argv)) };
+}
+
+async function launch(argv: string[]): Promise<Pick<AgentUnderTest, 'process' | 'output' | 'stop'>> {
   let out = '';
   // Info level: readiness is read from the "API listening" log line.
-  const argv = [...launcher, process.execPath, MAIN, '--config-file', configFile];
   const child = spawn(argv[0]!, argv.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, AMPHORA_AGENT_LOG_LEVEL: 'info' },
   });
@@ -78,7 +89,7 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
   await waitFor('the agent to listen', () => out.includes('API listening') || child.exitCode !== null, 30_000);
   if (child.exitCode !== null) throw new Error(`agent exited: ${out}`);
   return {
-    process: child, port, amphoraId, basePath, certDir, configFile, serverCa, clientCa, client,
+    process: child,
     output: () => out,
     async stop() {
       // A killed agent (signalCode set) has exited already: waiting for 'exit' would never end.

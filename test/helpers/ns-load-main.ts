@@ -23,7 +23,7 @@ function once(): void {
     if (done) return;
     done = true;
     inFlight--;
-    process.stdout.write(`${JSON.stringify({ start, end: Date.now(), status, member, via, error, src })}\n`);
+    process.stdout.write(`${JSON.stringify({ start, end: Date.now(), status, member, via, error, src, cookie: cookie ?? null })}\n`);
   };
   const headers: Record<string, string> = { connection: 'close' };
   const cookie = src && o.cookie ? cookies.get(src) : undefined;

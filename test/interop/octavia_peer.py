@@ -96,7 +96,13 @@ def build_lb(spec):
     """A load balancer with one HTTP listener and one pool, from a small JSON spec."""
     lb = dm.LoadBalancer(id=spec['lb_id'], topology='SINGLE', enabled=True,
                          project_id=spec.get('project_id'),
-                         vip=dm.Vip(ip_address=spec['vip']), amphorae=[state['amp']])
+                         vip=dm.Vip(ip_address=spec['vip']), amphorae=[state['amp']],
+                         listeners=[], pools=[])
+    return lb, add_listener(lb, spec)
+
+
+def add_listener(lb, spec):
+    """One more HTTP listener (listener_id, port) with its pool (pool_id, members) on lb."""
     protocol = spec.get('protocol', 'HTTP')
     tls = {}
     if protocol == 'TERMINATED_HTTPS':
@@ -130,22 +136,30 @@ def build_lb(spec):
                                       enabled=mem.get('enabled', True),
                                       backup=False, pool=pool, provisioning_status='ACTIVE',
                                       monitor_address=None, monitor_port=None))
+    if spec.get('persistence'):
+        pool.session_persistence = dm.SessionPersistence(
+            pool_id=pool.id, type=spec['persistence'], cookie_name=spec.get('cookie_name'),
+            pool=pool)
     listener.default_pool = pool
     listener.pools = [pool]
-    lb.listeners = [listener]
-    lb.pools = [pool]
-    return lb, listener
+    lb.listeners.append(listener)
+    lb.pools.append(pool)
+    return listener
 
 
 def build_as_lb(spec):
     """An ACTIVE_STANDBY load balancer: build_lb's, with both amphorae, VRRP group and peers.
 
     spec['amphorae']: [{id, lb_network_ip, vrrp_ip, role, priority}]; the one
-    whose id is the configured amphora's replaces state['amp'].
+    whose id is the configured amphora's replaces state['amp']. spec['more_listeners']:
+    further listeners with their pools (add_listener's spec, members from spec).
     """
     lb, listener = build_lb(spec)
+    for more in spec.get('more_listeners', []):
+        add_listener(lb, dict(more, members=spec['members']))
     lb.topology = 'ACTIVE_STANDBY'
-    listener.peer_port = 1025
+    for each in lb.listeners:
+        each.peer_port = 1025
     amps = []
     for a in spec['amphorae']:
         amp = dm.Amphora(id=a['id'], lb_network_ip=a['lb_network_ip'], vrrp_ip=a['vrrp_ip'],
@@ -160,11 +174,6 @@ def build_as_lb(spec):
     lb.vrrp_group = dm.VRRPGroup(load_balancer_id=lb.id, vrrp_group_name=lb.id.replace('-', ''),
                                  vrrp_auth_type='PASS', vrrp_auth_pass='aat-pass',
                                  advert_int=spec.get('advert_int', 1))
-    pool = listener.default_pool
-    persistence = spec.get('persistence')
-    if persistence:
-        pool.session_persistence = dm.SessionPersistence(
-            pool_id=pool.id, type=persistence, cookie_name=spec.get('cookie_name'), pool=pool)
     return lb, listener
 
 
@@ -177,8 +186,8 @@ def as_render(args):
         connection_logging=False)
     versions = args['haproxy_version'].split('.')[:2]
     if 'amp_details' in inspect.signature(templater.build_config).parameters:
-        return templater.build_config(state['amp'], [listener], {}, versions, amp_details=None)
-    return templater.build_config(state['amp'], [listener], {}, versions)
+        return templater.build_config(state['amp'], lb.listeners, {}, versions, amp_details=None)
+    return templater.build_config(state['amp'], lb.listeners, {}, versions)
 
 
 def as_vrrp(args):
