@@ -9,17 +9,29 @@ import { readTextIfExists, removeFile, writeFileAtomic } from '../system/files.j
 import { readApplied, writeApplied } from './applied.js';
 import { interruptedReloadOutcome, LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
 
+/** How long a reload command sent by an agent that then died may wait on the master's CLI before it runs. */
+const IN_FLIGHT_GRACE_MS = 1000;
+
 /** True when the load balancer had a reload in flight (and is consistent again now). The caller holds its lock. */
 export async function recoverInterruptedReload(inst: HaproxyInstance, supervisor: HaproxySupervisor, log: Logger): Promise<boolean> {
   const { files, lbId } = inst;
   const previous = await readTextIfExists(files.livePrevious);
   if (previous === null) return false;
-  const status = await settledStatus(inst, supervisor);
   const applied = await readApplied(files);
   const live = await readTextIfExists(files.live);
-  const triggered = status.table !== null && applied !== null && status.table.reloads > applied.masterReloads;
+  const counted = (s: HaproxyStatus) => s.table !== null && applied !== null && s.table.reloads > applied.masterReloads;
+  let status = await settledStatus(inst, supervisor);
+  if (status.running && !counted(status)) {
+    // The killed agent may have sent the reload just before it died, and the
+    // master may not have taken it yet (seen once in CI on 2.6: the previous
+    // live config was put back while haproxy loaded the new one). Look again
+    // once a queued command would have run.
+    await new Promise((r) => setTimeout(r, IN_FLIGHT_GRACE_MS));
+    status = await settledStatus(inst, supervisor);
+  }
+  const triggered = counted(status);
   // A counted reload may still be loading its new worker: wait for its end.
-  const loaded = triggered && live !== null ? await interruptedReloadOutcome(files, applied.workerPid) : null;
+  const loaded = triggered && applied !== null && live !== null ? await interruptedReloadOutcome(files, applied.workerPid) : null;
   if (loaded) {
     await writeApplied(files, { workerPid: loaded.workerPid, masterReloads: loaded.table!.reloads });
     log.warn({ lbId, workerPid: loaded.workerPid }, 'interrupted reload had completed; keeping the new live config');
