@@ -4,7 +4,7 @@
 // while the agent's RSS and open file descriptors are sampled. Shared by the
 // CI test (a few hundred applies) and bench/soak (10,000).
 import https from 'node:https';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { startAgent, agentHaproxy, type AgentUnderTest } from './agent-process.js';
 import { filesUnder } from './file-tree.js';
 import { apiRequest, type ApiReply } from './api-client.js';
@@ -89,7 +89,39 @@ export function slope(points: [number, number][]): number {
 function sample(pid: number, apply: number): Sample {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const rssKb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]);
-  return { apply, rssKb, fds: readdirSync(`/proc/${pid}/fd`).length };
+  return { apply, rssKb, fds: ownFds(pid) };
+}
+
+/**
+ * The agent's open descriptors, less the pipes to its children still
+ * running: an address announcement after a reload runs arping for about a
+ * second in the background, and a sample taken meanwhile would count its
+ * pipes as a leak.
+ */
+function ownFds(pid: number): number {
+  const links = (p: number) => {
+    try {
+      return readdirSync(`/proc/${p}/fd`).map((fd) => {
+        try {
+          return readlinkSync(`/proc/${p}/fd/${fd}`);
+        } catch {
+          return ''; // closed meanwhile
+        }
+      });
+    } catch {
+      return []; // the child exited meanwhile
+    }
+  };
+  const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+    } catch {
+      return false;
+    }
+  });
+  const childPipes = new Set(children.flatMap((c) => links(Number(c))).filter((l) => l.startsWith('pipe:')));
+  return links(pid).filter((l) => !childPipes.has(l)).length;
 }
 
 /** Every file under `root` (sockets included) with its size. */

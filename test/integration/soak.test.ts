@@ -39,7 +39,11 @@ HAPROXIES.forEach((h, hi) => {
     assert.equal(r.temporaries, [], 'temporary files');
     const warm = r.samples.filter((s) => s.apply >= (hi === LONG ? WARMUP : r.applies / 10));
     const fdStart = Math.min(...warm.slice(0, 3).map((s) => s.fds));
-    assert.ok(warm[warm.length - 1]!.fds <= fdStart + 5, `fds ${fdStart} -> ${warm[warm.length - 1]!.fds}`);
+    // A 60-apply run is still warming up (its fds went up by 6-8 in CI runs,
+    // old code and new alike): its bound catches a leak of one descriptor
+    // per apply. The long run, past its warm-up, must stay within 5.
+    const fdSlack = hi === LONG ? 5 : 15;
+    assert.ok(warm[warm.length - 1]!.fds <= fdStart + fdSlack, `fds ${fdStart} -> ${warm[warm.length - 1]!.fds}`);
     if (hi === LONG) {
       // After the warm-up RSS swings by about 30 MB as the heap fills and is
       // collected (bench/soak's 10,000 applies stay within 83-117 MB), so a
