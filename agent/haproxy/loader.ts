@@ -1,7 +1,8 @@
 // The load step: make haproxy run a config, starting it or reloading it,
 // with the member-protection rule applied (protection.ts, admission.ts):
 //
-//   dump running state -> plan protection -> write state file + live config
+//   (peers: wait for the running worker's stick tables, peers-resync.ts)
+//   -> dump running state -> plan protection -> write state file + live config
 //   -> start or reload -> verify a new worker answers
 //
 // On failure the previous live config is put back (haproxy still runs it)
@@ -16,6 +17,7 @@ import { HaproxyFailedError } from './errors.js';
 import { memberKey } from './layout.js';
 import { workerCommand } from './master-cli.js';
 import type { PendingMembers } from './pending.js';
+import { hasPeers, waitForPeersLesson } from './peers-resync.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
 import { planProtection } from './protection.js';
 import { parseServerState, type ServerStateDump } from './server-state.js';
@@ -53,6 +55,8 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
   if (before.stopped) throw new HaproxyFailedError('reload', `haproxy's master (pid ${before.masterPid}) is stopped (SIGSTOP or a debugger); it can reload once it is continued (SIGCONT)`);
   // Protection edits the text haproxy loads: line numbers are those of the runnable text.
   const config = readConfig(runnableText);
+  const previousLive = await readTextIfExists(files.live);
+  if (before.running && previousLive !== null && hasPeers(previousLive)) await awaitPeersLesson(deps, inst);
   const running = before.running ? await runningState(inst, config.serverStateFile, deps.log) : null;
   // Members waiting in (CLI) maintenance for a first passing check would keep
   // that maintenance through the state file: they start again as new members.
@@ -69,7 +73,6 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
   }
 
   await removeFile(files.stopped);
-  const previousLive = await readTextIfExists(files.live);
   if (previousLive !== null) await writeFileAtomic(files.livePrevious, previousLive, 0o600);
   await writeFileAtomic(files.live, plan.effectiveConfig, 0o600);
 
@@ -99,6 +102,18 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
   };
   deps.log.info({ lbId, ...report }, `haproxy ${report.outcome}`);
   return report;
+}
+
+/** The running worker's stick tables, complete before it hands them over (peers-resync.ts). */
+async function awaitPeersLesson(deps: LoadDeps, inst: HaproxyInstance): Promise<void> {
+  const started = Date.now();
+  const learning = await waitForPeersLesson(inst.files.masterSocket);
+  const waitedMs = Date.now() - started;
+  if (learning.length > 0) {
+    deps.log.warn({ lbId: inst.lbId, sections: learning, waitedMs }, 'reloading before haproxy finished learning its stick tables: the new worker gets only what its peers teach it');
+  } else if (waitedMs >= 100) {
+    deps.log.info({ lbId: inst.lbId, waitedMs }, 'waited for haproxy to finish learning its stick tables before reloading');
+  }
 }
 
 /**

@@ -16,6 +16,12 @@ export interface ConfigOptions {
   connectionLimit?: number;
   /** Add an empty backend named after the generation, so `show stat` tells which config runs. */
   markGeneration?: boolean;
+  /**
+   * ACTIVE_STANDBY's SOURCE_IP persistence: a peers section (this amphora's
+   * peer, named as the agent's -L, and the other one's) and a stick table on
+   * the client address.
+   */
+  peers?: { local: { name: string; address: string }; remote: { name: string; address: string } };
 }
 
 export function octaviaStyleConfig(o: ConfigOptions): string {
@@ -24,6 +30,7 @@ export function octaviaStyleConfig(o: ConfigOptions): string {
   const listener = 'listener-1';
   const pool = `pool-1:${listener}`;
   const check = monitor ? ` check inter ${monitor.interS}s fall ${monitor.fall} rise ${monitor.rise}` : '';
+  const peersName = `${o.lbId.replace(/-/g, '')}_peers`;
   return [
     `# Configuration for loadbalancer ${o.lbId}`,
     'global',
@@ -41,6 +48,12 @@ export function octaviaStyleConfig(o: ConfigOptions): string {
     '    option splice-response',
     '    option http-keep-alive',
     '',
+    ...(o.peers ? [
+      `peers ${peersName}`,
+      `    peer ${o.peers.local.name} ${o.peers.local.address}`,
+      `    peer ${o.peers.remote.name} ${o.peers.remote.address}`,
+      '',
+    ] : []),
     `frontend ${listener}`,
     `    maxconn ${limit}`,
     `    bind ${o.bind}`,
@@ -51,6 +64,7 @@ export function octaviaStyleConfig(o: ConfigOptions): string {
     `backend ${pool}`,
     '    mode http',
     '    balance roundrobin',
+    ...(o.peers ? [`    stick-table type ip size 10k peers ${peersName}`, '    stick on src'] : []),
     ...(monitor ? [
       '    load-server-state-from-file global',
       '    timeout check 1s',

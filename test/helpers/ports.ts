@@ -34,6 +34,7 @@ const BLOCKS = {
   'vm-reboot': [21330, 30],
   'vm-log-offload-tcp': [21360, 20],
   'vm-log-offload-udp': [21380, 20],
+  'stick-tables-reload': [21400, 20],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;
