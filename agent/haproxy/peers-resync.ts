@@ -13,8 +13,15 @@ import { workerCommand } from './master-cli.js';
 /** Resync flags of a peers section in `show peers` (the same bits from 2.6 to 3.x). */
 const LEARNED_FROM_LOCAL = 0x1;
 const LEARNED_FROM_REMOTE = 0x2;
-/** haproxy's own bound: two lessons of at most 5 s each, and a margin. */
-export const PEERS_RESYNC_TIMEOUT_MS = 11_000;
+/**
+ * One of haproxy's 5 s lesson timeouts and a margin: a worker that learned
+ * from its predecessor is done at once, one that did not waits for the
+ * remote lesson or its timeout. Longer waits (a worker left with neither
+ * lesson, two of them) did not pay in the ACTIVE_STANDBY rig: 2.6 peers
+ * that teach each other partial tables finish only by timeout, and parallel
+ * reloads of both amphorae took 12 s instead of 1 s.
+ */
+export const PEERS_RESYNC_TIMEOUT_MS = 6000;
 
 /** A config with a `peers` section (Octavia renders one for ACTIVE_STANDBY). */
 export function hasPeers(configText: string): boolean {

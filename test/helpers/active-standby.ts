@@ -60,14 +60,14 @@ export interface ListenerSpec {
   port: number;
   persistence?: 'SOURCE_IP' | 'APP_COOKIE' | null;
   cookieName?: string;
+  /** Octavia's connection_limit (2,000 unless given): a change makes a planned reload. */
+  connectionLimit?: number;
 }
 
 /** A load balancer: its first listener, and `more` listeners beside it (each with its own pool of the same members). */
 export interface LbSpec extends ListenerSpec {
   lbId: string;
   more?: ListenerSpec[];
-  /** The first listener's connection limit (default 2000): a change makes a planned reload. */
-  connectionLimit?: number;
 }
 
 /** The cookie the members set (APP_COOKIE persistence): a new session when a request carries none. */
@@ -247,6 +247,9 @@ export class ActiveStandbyRig {
       persistence: lb.persistence ?? null, cookie_name: lb.cookieName ?? null,
       more_listeners: (lb.more ?? []).map((l) => ({
         listener_id: l.listenerId, pool_id: l.poolId, port: l.port, persistence: l.persistence ?? null, cookie_name: l.cookieName ?? null,
+        // Octavia's global maxconn is the listeners' sum; haproxy needs about two fds per connection,
+        // and this machine's hard limit is 20,000 (three listeners at 5,000 exceed it).
+        connection_limit: l.connectionLimit ?? 2000,
       })),
       amphorae: this.amphorae.map((a, i) => ({ id: a.amphoraId, lb_network_ip: a.apiHost, vrrp_ip: a.vrrpIp, role: i === 0 ? 'MASTER' : 'BACKUP', priority: i === 0 ? 100 : 90 })),
     };

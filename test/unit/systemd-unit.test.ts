@@ -14,6 +14,10 @@ test('haproxy unit: master-worker with systemd notify in the namespace, master C
   assert.not.match(unit, /^Exec[^\n]* -c /m);
   // Restart=always within a start limit: past it the unit is failed and the agent reports it.
   assert.match(unit, /^Restart=always$/m);
+  // At once (a killed master costs the 100 ms of Octavia's unit), then backing off.
+  assert.match(unit, /^RestartSec=100ms$/m);
+  assert.match(unit, /^RestartSteps=5$/m);
+  assert.match(unit, /^RestartMaxDelaySec=60$/m);
   assert.match(unit, /^StartLimitIntervalSec=60$/m);
   assert.match(unit, /^StartLimitBurst=5$/m);
   assert.ok(unit.indexOf('StartLimitBurst') < unit.indexOf('[Service]'), 'start limits belong in [Unit]');
