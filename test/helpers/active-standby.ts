@@ -10,8 +10,11 @@
 //   amphora B ns: eth1 (VIP NIC) ----+
 //   amphora A/B ns: eth2 (member NIC) -- host bridge 172.31.N.1: the members
 //
-// Each agent has its own namespace, base_path, certificates, interface
-// files, amphora id and API address (127.0.0.2 / 127.0.0.3, one port).
+// AmphoraPair holds what does not depend on how the amphorae run; the
+// direct rig (ActiveStandbyRig) runs each agent on the host, with its own
+// namespace, base_path, certificates, interface files, amphora id and API
+// address (127.0.0.2 / 127.0.0.3, one port); active-standby-systemd.ts boots
+// image containers instead.
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -40,18 +43,32 @@ const quiet = (...args: string[]) => {
   }
 };
 
-export interface Amphora {
+/** What both rigs know of an amphora: its addresses, its Octavia client, where its VIP NIC is. */
+export interface AmphoraBase {
   name: 'A' | 'B';
-  netns: string;
   amphoraId: string;
   apiHost: string;
   vrrpIp: string;
   memberIp: string;
   /** The bridge end of its VIP NIC (in the VIP namespace): down = its link cut. */
   vipBridgePort: string;
-  agent: AgentUnderTest;
   peer: OctaviaPeer;
+  /** argv that runs `ip` in its tenant namespace (where plug_vip put the VIP NIC). */
+  ip: string[];
+}
+
+/** An amphora of the direct rig: an agent on the host, its tenant namespace `netns`. */
+export interface Amphora extends AmphoraBase {
+  netns: string;
+  agent: AgentUnderTest;
   dir: string;
+}
+
+/** The veths a hot-plugged VIP port and member port are made of, and their MACs. */
+export interface PluggedPorts {
+  vipMac: string;
+  memberMac: string;
+  vipBridgePort: string;
 }
 
 export interface ListenerSpec {
@@ -138,36 +155,36 @@ async function startMembers(host: string): Promise<{ servers: http.Server[]; add
   return { servers, addresses };
 }
 
-export class ActiveStandbyRig {
-  amphorae: Amphora[] = [];
+/**
+ * What both rigs share: the VIP bridge in a namespace of its own, the client
+ * namespace on it, the members on a host bridge, hot-plugged ports, and
+ * Octavia's controller flow (plug_vip, get_interface, plug_network, the
+ * templaters' configs, VRRP). A subclass supplies the amphorae: agents on
+ * the host (ActiveStandbyRig) or containers booted by systemd.
+ */
+export abstract class AmphoraPair<A extends AmphoraBase> {
+  amphorae: A[] = [];
   members: { id: string; address: string; port: number }[] = [];
   private memberServers: http.Server[] = [];
-  private readonly id = randomBytes(2).toString('hex');
-  readonly vipNs = `aat-v${this.id}`;
-  readonly clientNs = `aat-c${this.id}`;
-  readonly memberBridge = `aab${this.id}`;
+  protected readonly id = randomBytes(2).toString('hex');
+  readonly vipNs: string;
+  readonly clientNs: string;
+  readonly memberBridge: string;
   readonly memberNet: string;
-  private destroyed = false;
+  private networksDestroyed = false;
 
-  private constructor(readonly haproxy: HaproxyUnderTest, readonly release: OctaviaUnderTest, readonly port: number) {
+  /** `nsPrefix` names its namespaces, `linkPrefix` (two letters) its links: unique per test file. */
+  protected constructor(readonly label: string, readonly nsPrefix: string, readonly linkPrefix: string) {
+    this.vipNs = `${nsPrefix}v${this.id}`;
+    this.clientNs = `${nsPrefix}c${this.id}`;
+    this.memberBridge = `${linkPrefix}b${this.id}`;
     this.memberNet = `172.31.${parseInt(this.id, 16) % 250}`;
+    process.on('exit', () => this.destroyNetworks());
   }
 
-  /** Build the networks, start both agents and plug both amphorae through Octavia's client. */
-  static async create(haproxy: HaproxyUnderTest, release: OctaviaUnderTest, port: number): Promise<ActiveStandbyRig> {
-    const rig = new ActiveStandbyRig(haproxy, release, port);
-    process.on('exit', () => rig.destroyNetworks());
-    try {
-      await rig.build();
-    } catch (err) {
-      await rig.destroy();
-      throw err;
-    }
-    return rig;
-  }
-
-  private async build(): Promise<void> {
-    const id = this.id;
+  /** The VIP bridge, the client on it, the members' bridge and the members. */
+  protected async buildNetworks(): Promise<void> {
+    const l = `${this.linkPrefix}c${this.id}`;
     for (const ns of [this.vipNs, this.clientNs]) {
       sh('ip', 'netns', 'add', ns);
       sh('ip', '-n', ns, 'link', 'set', 'lo', 'up');
@@ -175,11 +192,11 @@ export class ActiveStandbyRig {
     sh('ip', '-n', this.vipNs, 'link', 'add', 'br0', 'type', 'bridge');
     sh('ip', '-n', this.vipNs, 'link', 'set', 'br0', 'up');
     // The client: on the VIP bridge, with ten source addresses.
-    sh('ip', 'link', 'add', `aac${id}`, 'netns', this.clientNs, 'type', 'veth', 'peer', 'name', `aac${id}p`, 'netns', this.vipNs);
-    sh('ip', '-n', this.vipNs, 'link', 'set', `aac${id}p`, 'master', 'br0', 'up');
-    sh('ip', '-n', this.clientNs, 'addr', 'add', '10.61.0.1/24', 'dev', `aac${id}`);
-    for (const a of CLIENT_SOURCES) sh('ip', '-n', this.clientNs, 'addr', 'add', `${a}/24`, 'dev', `aac${id}`);
-    sh('ip', '-n', this.clientNs, 'link', 'set', `aac${id}`, 'up');
+    sh('ip', 'link', 'add', l, 'netns', this.clientNs, 'type', 'veth', 'peer', 'name', `${l}p`, 'netns', this.vipNs);
+    sh('ip', '-n', this.vipNs, 'link', 'set', `${l}p`, 'master', 'br0', 'up');
+    sh('ip', '-n', this.clientNs, 'addr', 'add', '10.61.0.1/24', 'dev', l);
+    for (const a of CLIENT_SOURCES) sh('ip', '-n', this.clientNs, 'addr', 'add', `${a}/24`, 'dev', l);
+    sh('ip', '-n', this.clientNs, 'link', 'set', l, 'up');
     // The members' network on the host.
     sh('ip', 'link', 'add', this.memberBridge, 'type', 'bridge');
     sh('ip', 'addr', 'add', `${this.memberNet}.1/24`, 'dev', this.memberBridge);
@@ -187,55 +204,55 @@ export class ActiveStandbyRig {
     const m = await startMembers(`${this.memberNet}.1`);
     this.memberServers = m.servers;
     this.members = m.addresses;
-
-    const dir = await testDir('active-standby');
-    for (const [i, name] of (['A', 'B'] as const).entries()) {
-      const x = name.toLowerCase();
-      const netns = `aat-${x}${id}`;
-      sh('ip', 'netns', 'add', netns);
-      // As the image's sysctls: haproxy binds the VIP on the BACKUP too.
-      sh('ip', 'netns', 'exec', netns, 'sysctl', '-q', '-w', 'net.ipv4.ip_nonlocal_bind=1');
-      // The "hot-plugged ports": veths whose amphora end waits in the main namespace.
-      const vipMac = `02:61:${id.slice(0, 2)}:${id.slice(2)}:0${i}:01`;
-      const memberMac = `02:62:${id.slice(0, 2)}:${id.slice(2)}:0${i}:01`;
-      sh('ip', 'link', 'add', `aav${id}${x}`, 'address', vipMac, 'type', 'veth', 'peer', 'name', `aav${id}${x}p`, 'netns', this.vipNs);
-      sh('ip', '-n', this.vipNs, 'link', 'set', `aav${id}${x}p`, 'master', 'br0', 'up');
-      sh('ip', 'link', 'add', `aam${id}${x}`, 'address', memberMac, 'type', 'veth', 'peer', 'name', `aam${id}${x}p`);
-      sh('ip', 'link', 'set', `aam${id}${x}p`, 'master', this.memberBridge, 'up');
-      const adir = join(dir, x);
-      mkdirSync(adir, { recursive: true });
-      const amphoraId = `a0a0a0a${i}-0000-4000-8000-0000${id}000${i}`;
-      const apiHost = `127.0.0.${2 + i}`;
-      const agent = await startAgent(this.haproxy, adir, netns, this.port, undefined, [], [], {
-        amphoraId, bindHost: apiHost, sections: ['[controller_worker]', 'loadbalancer_topology = ACTIVE_STANDBY'],
-      });
-      const peer = await OctaviaPeer.connect(this.release, agent, apiHost);
-      const amp: Amphora = {
-        name, netns, amphoraId, apiHost, vrrpIp: `10.61.0.${11 + i}`, memberIp: `${this.memberNet}.${11 + i}`,
-        vipBridgePort: `aav${id}${x}p`, agent, peer, dir: adir,
-      };
-      this.amphorae.push(amp);
-      await peer.call('plug_vip', VIP, {
-        subnet_cidr: '10.61.0.0/24', gateway: '10.61.0.1', mac_address: vipMac, vrrp_ip: amp.vrrpIp, mtu: 1500,
-        host_routes: [], additional_vips: [],
-      });
-      const found = await peer.call('get_interface', amp.vrrpIp) as { interface: string };
-      if (found.interface !== 'eth1') throw new Error(`amphora ${name}: the VRRP address is on ${found.interface}`);
-      await peer.call('plug_network', {
-        mac_address: memberMac, mtu: 1500, fixed_ips: [{ ip_address: amp.memberIp, subnet_cidr: `${this.memberNet}.0/24`, host_routes: [] }],
-      });
-    }
   }
 
-  get a(): Amphora {
+  /**
+   * The "hot-plugged ports" of amphora i: veths whose amphora ends wait in
+   * the amphora's main namespace (`into`; null: the host's) for plug_vip and
+   * plug_network, and whose other ends are on the VIP and member bridges.
+   */
+  protected hotPlug(i: number, into: string | null): PluggedPorts {
+    const { id } = this;
+    const x = 'ab'[i]!;
+    const vipMac = `02:61:${id.slice(0, 2)}:${id.slice(2)}:0${i}:01`;
+    const memberMac = `02:62:${id.slice(0, 2)}:${id.slice(2)}:0${i}:01`;
+    const vip = `${this.linkPrefix}v${id}${x}`;
+    const member = `${this.linkPrefix}m${id}${x}`;
+    sh('ip', 'link', 'add', vip, 'address', vipMac, 'type', 'veth', 'peer', 'name', `${vip}p`, 'netns', this.vipNs);
+    sh('ip', '-n', this.vipNs, 'link', 'set', `${vip}p`, 'master', 'br0', 'up');
+    sh('ip', 'link', 'add', member, 'address', memberMac, 'type', 'veth', 'peer', 'name', `${member}p`);
+    sh('ip', 'link', 'set', `${member}p`, 'master', this.memberBridge, 'up');
+    if (into) for (const l of [vip, member]) sh('ip', 'link', 'set', l, 'netns', into);
+    return { vipMac, memberMac, vipBridgePort: `${vip}p` };
+  }
+
+  /** Octavia's order: plug_vip, the VRRP address's interface looked up, plug_network for the members' subnet. */
+  protected async plug(amp: A, ports: PluggedPorts): Promise<void> {
+    await amp.peer.call('plug_vip', VIP, {
+      subnet_cidr: '10.61.0.0/24', gateway: '10.61.0.1', mac_address: ports.vipMac, vrrp_ip: amp.vrrpIp, mtu: 1500,
+      host_routes: [], additional_vips: [],
+    });
+    const found = await amp.peer.call('get_interface', amp.vrrpIp) as { interface: string };
+    if (found.interface !== 'eth1') throw new Error(`amphora ${amp.name}: the VRRP address is on ${found.interface}`);
+    await amp.peer.call('plug_network', {
+      mac_address: ports.memberMac, mtu: 1500, fixed_ips: [{ ip_address: amp.memberIp, subnet_cidr: `${this.memberNet}.0/24`, host_routes: [] }],
+    });
+  }
+
+  /** Addresses of amphora i on the VIP and member networks. */
+  protected addresses(i: number): Pick<AmphoraBase, 'vrrpIp' | 'memberIp'> {
+    return { vrrpIp: `10.61.0.${11 + i}`, memberIp: `${this.memberNet}.${11 + i}` };
+  }
+
+  get a(): A {
     return this.amphorae[0]!;
   }
 
-  get b(): Amphora {
+  get b(): A {
     return this.amphorae[1]!;
   }
 
-  other(amp: Amphora): Amphora {
+  other(amp: A): A {
     return amp === this.a ? this.b : this.a;
   }
 
@@ -261,7 +278,7 @@ export class ActiveStandbyRig {
   }
 
   /** One amphora's part of Octavia's listener update: its config rendered, uploaded and reloaded. */
-  async deployListenerTo(amp: Amphora, lb: LbSpec, haproxyVersion: string): Promise<void> {
+  async deployListenerTo(amp: A, lb: LbSpec, haproxyVersion: string): Promise<void> {
     const r = await amp.peer.request('as_render', { ...this.asSpec(lb), haproxy_version: haproxyVersion });
     if (!r.ok) throw new Error(`JinjaTemplater: ${r.exception}: ${r.message}\n${r.trace ?? ''}`);
     await amp.peer.call('upload_config', lb.lbId, r.result as string);
@@ -276,24 +293,25 @@ export class ActiveStandbyRig {
     }
   }
 
-  vrrpConfig(amp: Amphora): string {
-    return readFileSync(join(amp.agent.basePath, 'vrrp', 'octavia-keepalived.conf'), 'utf8');
-  }
-
-  holdsVip(amp: Amphora): boolean {
+  holdsVip(amp: A): boolean {
     try {
-      return sh('ip', '-n', amp.netns, '-o', 'addr', 'show', 'dev', 'eth1').includes(` ${VIP}/32 `);
+      return sh(...amp.ip, '-o', 'addr', 'show', 'dev', 'eth1').includes(` ${VIP}/32 `);
     } catch {
       return false;
     }
   }
 
   /** The amphora that holds the VIP, once exactly one does. */
-  async master(timeoutMs = 15_000): Promise<Amphora> {
+  async master(timeoutMs = 15_000): Promise<A> {
     return (await waitFor('exactly one amphora to hold the VIP', () => {
       const holders = this.amphorae.filter((a) => this.holdsVip(a));
       return holders.length === 1 ? holders[0]! : null;
     }, timeoutMs, 50))!;
+  }
+
+  /** The amphorae holding the VIP now. */
+  vipHolders(): A[] {
+    return this.amphorae.filter((a) => this.holdsVip(a));
   }
 
   amphoraByMemberIp(ip: string | null): string {
@@ -302,6 +320,103 @@ export class ActiveStandbyRig {
 
   load(opts: { rate?: number; timeoutMs?: number; sources?: string[] | null; cookie?: boolean } = {}, port = 80): NsLoad {
     return new NsLoad(this.clientNs, `http://${VIP}:${port}/`, opts);
+  }
+
+  /** The namespaces the subclass made (killed with everything in them, then deleted). */
+  protected abstract amphoraNamespaces(): string[];
+
+  destroyNetworks(): void {
+    if (this.networksDestroyed) return;
+    this.networksDestroyed = true;
+    for (const ns of [...this.amphoraNamespaces(), this.vipNs, this.clientNs]) {
+      try {
+        const pids = execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+        for (const pid of pids.split('\n').filter(Boolean)) quiet('kill', '-9', pid);
+      } catch {
+        // no such namespace
+      }
+      quiet('ip', 'netns', 'del', ns);
+    }
+    // The amphora ends of the ports (moved into the amphorae's namespaces or
+    // not) go with the namespaces or here; the member ends here.
+    for (const x of ['a', 'b']) {
+      quiet('ip', 'link', 'del', `${this.linkPrefix}v${this.id}${x}`);
+      quiet('ip', 'link', 'del', `${this.linkPrefix}m${this.id}${x}`);
+      quiet('ip', 'link', 'del', `${this.linkPrefix}m${this.id}${x}p`);
+    }
+    quiet('ip', 'link', 'del', this.memberBridge);
+  }
+
+  /** The amphorae's own teardown (agents, containers), before the networks go. */
+  protected abstract stopAmphorae(): Promise<void>;
+
+  async destroy(): Promise<void> {
+    for (const amp of this.amphorae) amp.peer.close();
+    await this.stopAmphorae();
+    for (const s of this.memberServers) {
+      s.closeAllConnections();
+      await new Promise((r) => s.close(() => r(null)));
+    }
+    // Let the namespaces' keepalived and haproxy go with them.
+    await sleep(0);
+    this.destroyNetworks();
+  }
+}
+
+/** Two agents on the host (direct supervision), each with its own tenant namespace. */
+export class ActiveStandbyRig extends AmphoraPair<Amphora> {
+  private constructor(readonly haproxy: HaproxyUnderTest, readonly release: OctaviaUnderTest, readonly port: number) {
+    super(`${haproxy.label} ${release.label}`, 'aat-', 'aa');
+  }
+
+  /** Build the networks, start both agents and plug both amphorae through Octavia's client. */
+  static async create(haproxy: HaproxyUnderTest, release: OctaviaUnderTest, port: number): Promise<ActiveStandbyRig> {
+    const rig = new ActiveStandbyRig(haproxy, release, port);
+    try {
+      await rig.build();
+    } catch (err) {
+      await rig.destroy();
+      throw err;
+    }
+    return rig;
+  }
+
+  protected amphoraNamespaces(): string[] {
+    return [`${this.nsPrefix}a${this.id}`, `${this.nsPrefix}b${this.id}`];
+  }
+
+  private async build(): Promise<void> {
+    await this.buildNetworks();
+    const dir = await testDir('active-standby');
+    for (const [i, name] of (['A', 'B'] as const).entries()) {
+      const x = name.toLowerCase();
+      const netns = this.amphoraNamespaces()[i]!;
+      sh('ip', 'netns', 'add', netns);
+      // As the image's sysctls: haproxy binds the VIP on the BACKUP too.
+      sh('ip', 'netns', 'exec', netns, 'sysctl', '-q', '-w', 'net.ipv4.ip_nonlocal_bind=1');
+      const ports = this.hotPlug(i, null);
+      const adir = join(dir, x);
+      mkdirSync(adir, { recursive: true });
+      const amphoraId = `a0a0a0a${i}-0000-4000-8000-0000${this.id}000${i}`;
+      const apiHost = `127.0.0.${2 + i}`;
+      const agent = await startAgent(this.haproxy, adir, netns, this.port, undefined, [], [], {
+        amphoraId, bindHost: apiHost, sections: ['[controller_worker]', 'loadbalancer_topology = ACTIVE_STANDBY'],
+      });
+      const peer = await OctaviaPeer.connect(this.release, agent, apiHost);
+      const amp: Amphora = {
+        name, netns, amphoraId, apiHost, ...this.addresses(i), vipBridgePort: ports.vipBridgePort, agent, peer, dir: adir, ip: ['ip', '-n', netns],
+      };
+      this.amphorae.push(amp);
+      await this.plug(amp, ports);
+    }
+  }
+
+  protected async stopAmphorae(): Promise<void> {
+    for (const amp of this.amphorae) await amp.agent.stop().catch(() => undefined);
+  }
+
+  vrrpConfig(amp: Amphora): string {
+    return readFileSync(join(amp.agent.basePath, 'vrrp', 'octavia-keepalived.conf'), 'utf8');
   }
 
   /** Power-off: every process in the amphora's namespace and its agent killed, its VIP link cut. */
@@ -380,48 +495,9 @@ export class ActiveStandbyRig {
     quiet('ip', 'netns', 'exec', amp.netns, 'nft', 'delete', 'table', 'ip', PARTITION_TABLE);
   }
 
-  /** The amphorae holding the VIP now. */
-  vipHolders(): Amphora[] {
-    return this.amphorae.filter((a) => this.holdsVip(a));
-  }
-
   /** The pid of the VRRP keepalived's VRRP child, from its pid file. */
   vrrpChildPid(amp: Amphora): number {
     return Number(readFileSync(join(amp.agent.basePath, 'vrrp', 'octavia-keepalived.vrrp.pid'), 'utf8').trim());
-  }
-
-  destroyNetworks(): void {
-    if (this.destroyed) return;
-    this.destroyed = true;
-    for (const ns of [...this.amphorae.map((a) => a.netns), `aat-a${this.id}`, `aat-b${this.id}`, this.vipNs, this.clientNs]) {
-      try {
-        const pids = execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-        for (const pid of pids.split('\n').filter(Boolean)) quiet('kill', '-9', pid);
-      } catch {
-        // no such namespace
-      }
-      quiet('ip', 'netns', 'del', ns);
-    }
-    for (const x of ['a', 'b']) {
-      quiet('ip', 'link', 'del', `aav${this.id}${x}`);
-      quiet('ip', 'link', 'del', `aam${this.id}${x}`);
-      quiet('ip', 'link', 'del', `aam${this.id}${x}p`);
-    }
-    quiet('ip', 'link', 'del', this.memberBridge);
-  }
-
-  async destroy(): Promise<void> {
-    for (const amp of this.amphorae) {
-      amp.peer.close();
-      await amp.agent.stop().catch(() => undefined);
-    }
-    for (const s of this.memberServers) {
-      s.closeAllConnections();
-      await new Promise((r) => s.close(() => r(null)));
-    }
-    // Let the namespaces' keepalived and haproxy go with them.
-    await sleep(0);
-    this.destroyNetworks();
   }
 }
 
@@ -437,7 +513,7 @@ export interface ScenarioFigures {
 }
 
 /** Figures of one scenario: t0 is the event, movedAt when the VIP reached the other amphora (null: it did not move). */
-export function figures(rig: ActiveStandbyRig, name: string, records: LoadRecord[], t0: number, movedAt: number | null, releasedAt: number | null = null): ScenarioFigures {
+export function figures<A extends AmphoraBase>(rig: AmphoraPair<A>, name: string, records: LoadRecord[], t0: number, movedAt: number | null, releasedAt: number | null = null): ScenarioFigures {
   const served = (from: number, to: number) => {
     const out: Record<string, number> = {};
     for (const r of records) if (r.status === 200 && r.start >= from && r.start < to) out[rig.amphoraByMemberIp(r.via)] = (out[rig.amphoraByMemberIp(r.via)] ?? 0) + 1;
@@ -461,7 +537,7 @@ export function figures(rig: ActiveStandbyRig, name: string, records: LoadRecord
     successAfterMove: after.length ? after.filter((r) => r.status === 200).length / after.length : 1,
   };
   const offsets = failed.map((x) => `${x.offsetMs}ms(${x.error})`);
-  console.log(`[${rig.haproxy.label} ${rig.release.label}] ${name}: ${releasedAt === null ? '' : `VIP released by the master after ${releasedAt - t0} ms, `}VIP on the other amphora after ${f.vipMoveMs === null ? 'never' : `${f.vipMoveMs} ms`}, ` +
+  console.log(`[${rig.label}] ${name}: ${releasedAt === null ? '' : `VIP released by the master after ${releasedAt - t0} ms, `}VIP on the other amphora after ${f.vipMoveMs === null ? 'never' : `${f.vipMoveMs} ms`}, ` +
     `longest gap between successes ${gap} ms, ${records.length} requests, ${failed.length} failed` +
     `${failed.length ? ` at ${offsets.slice(0, 12).join(' ')}${offsets.length > 12 ? ' ...' : ''}` : ''}, in flight at the event ${f.inFlightAtEvent}, ` +
     `served before ${JSON.stringify(f.servedBefore)} after ${JSON.stringify(f.servedAfter)}, success after move+1s ${(f.successAfterMove * 100).toFixed(1)}%`);
@@ -469,7 +545,7 @@ export function figures(rig: ActiveStandbyRig, name: string, records: LoadRecord
 }
 
 /** Poll (every 20 ms) until `amp` holds the VIP (or, with holds false, no longer does); the time it was first seen. */
-export async function vipArrival(rig: ActiveStandbyRig, amp: Amphora, timeoutMs: number, holds = true): Promise<number | null> {
+export async function vipArrival<A extends AmphoraBase>(rig: AmphoraPair<A>, amp: A, timeoutMs: number, holds = true): Promise<number | null> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (rig.holdsVip(amp) === holds) return Date.now();

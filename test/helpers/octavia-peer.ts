@@ -8,6 +8,9 @@ import type { AgentUnderTest } from './agent-process.js';
 
 const PEER = fileURLToPath(new URL('../../../test/interop/octavia_peer.py', import.meta.url));
 
+/** What a worker's client is configured with for an agent: its certificates, port, base_path and cert dir. */
+export type PeerTarget = Pick<AgentUnderTest, 'amphoraId' | 'client' | 'serverCa' | 'port' | 'basePath' | 'certDir'>;
+
 export interface PeerAnswer {
   ok: boolean;
   result?: unknown;
@@ -37,9 +40,9 @@ export class OctaviaPeer {
 
   /**
    * A release's client configured as a worker's would be for the agent under
-   * test (its certificates, port and paths; a few quick retries).
+   * test (its certificates, port and paths as the agent sees them; a few quick retries).
    */
-  static async connect(release: OctaviaUnderTest, agent: AgentUnderTest, lbNetworkIp = '127.0.0.1'): Promise<OctaviaPeer> {
+  static async connect(release: OctaviaUnderTest, agent: PeerTarget, lbNetworkIp = '127.0.0.1'): Promise<OctaviaPeer> {
     const peer = new OctaviaPeer(release);
     const setup = await peer.request('setup', {
       amphora_id: agent.amphoraId, lb_network_ip: lbNetworkIp,

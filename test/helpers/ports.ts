@@ -35,6 +35,7 @@ const BLOCKS = {
   'vm-log-offload-tcp': [21360, 20],
   'vm-log-offload-udp': [21380, 20],
   'stick-tables-reload': [21400, 20],
+  'active-standby-systemd': [21440, 10],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;

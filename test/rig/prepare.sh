@@ -15,7 +15,9 @@ TEST_ROOT=${AMPHORA_TEST_ROOT:-/var/tmp/aat}
 MIRROR=http://deb.debian.org/debian
 PACKAGES=(haproxy keepalived socat iproute2 nftables python3-octavia debootstrap ipvsadm openssl curl iputils-ping iputils-arping ndisc6
   # the VM boot test (test/vm): qemu, its disk and config drive, ssh into the guest
-  qemu-system-x86 qemu-utils genisoimage e2fsprogs openssh-client)
+  qemu-system-x86 qemu-utils genisoimage e2fsprogs openssh-client
+  # ACTIVE_STANDBY under systemd (interop/active-standby-systemd): the image booted by systemd-nspawn
+  systemd-container)
 # suite for debootstrap | apt target release | packages
 declare -A RECIPES=(
   [trixie]="trixie||haproxy keepalived iproute2 python3-octavia"
@@ -45,6 +47,21 @@ for ns in $(ip netns list 2>/dev/null | awk '/^aat-/{print $1}'); do
 done
 for link in $(ip -o link show 2>/dev/null | awk -F': ' '/aath/{print $2}' | cut -d@ -f1); do
   ip link del "$link" 2>/dev/null || true
+done
+
+# Image containers left by an interrupted run (test/helpers/amphora-container.ts):
+# their systemd (PID 1 of each) killed, their overlays and cgroups removed.
+for pid in $(pgrep -f '^systemd-nspawn -D /var/tmp/aat-nspawn-' 2>/dev/null); do
+  read -r -a children <"/proc/$pid/task/$pid/children" || true
+  for child in "${children[@]}"; do kill -9 "$child" 2>/dev/null || true; done
+done
+for dir in /var/tmp/aat-nspawn-*; do
+  [ -d "$dir" ] || continue
+  awk -v r="$dir" 'index($2, r "/") == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+  rm -rf --one-file-system "$dir"
+done
+for cg in /sys/fs/cgroup/aat-nspawn-* /sys/fs/cgroup/unified/aat-nspawn-* /sys/fs/cgroup/systemd/aat-nspawn-*; do
+  if [ -d "$cg" ]; then find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
 done
 
 # The packaged haproxy service must not hold ports the tests use.
