@@ -123,7 +123,7 @@ export class SystemdActiveStandbyRig extends AmphoraPair<ContainerAmphora> {
     const server = issue(serverCa, 'amphora', { dnsName: this.amphoraId(i), usage: 'serverAuth' });
     const client = issue(clientCa, 'controller', { usage: 'clientAuth' });
     const container = await AmphoraContainer.boot(this.image, {
-      name: `amphora-${name.toLowerCase()}-${this.id}`, netns: management.netns,
+      name: `${name.toLowerCase()}-${this.id}`, netns: management.netns,
       files: {
         '/etc/octavia/amphora-agent.conf': { content: agentConfig(this.amphoraId(i), this.port), mode: 0o600 },
         '/etc/octavia/certs/server.pem': { content: readFileSync(server.pem), mode: 0o600 },

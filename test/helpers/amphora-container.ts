@@ -65,7 +65,8 @@ export class ImageRoot {
   private constructor(readonly dir: string) {}
 
   static extract(tar: string): ImageRoot {
-    const dir = `/var/tmp/aat-nspawn-${process.pid}`;
+    // Short: the master CLI socket's path through a container's root must stay within 107 characters.
+    const dir = `/var/tmp/aat-ns-${process.pid}`;
     const root = new ImageRoot(dir);
     process.on('exit', () => root.remove());
     mkdirSync(join(dir, 'lower'), { recursive: true });

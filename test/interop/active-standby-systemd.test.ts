@@ -6,9 +6,11 @@
 // haproxy and keepalived are the units the agent writes; systemd, not the
 // agent, restarts a haproxy that died (haproxy-<lb>.service: Restart=always,
 // RestartSec=100ms).
-// 1. The master's haproxy master process killed (SIGKILL): systemd starts it
+// 1. No false failover: the agent restarted by systemd, then a planned
+//    reload, on the master: no VIP move, not one failed request.
+// 2. The master's haproxy master process killed (SIGKILL): systemd starts it
 //    again, no VIP move, a loss window under 1 s.
-// 2. haproxy stopped for good through the API on the master: the agent's
+// 3. haproxy stopped for good through the API on the master: the agent's
 //    track file moves the VIP to the backup within 1.5 s.
 //
 // Runs alone with `node dist/test/run.js active-standby-systemd`; the image
@@ -18,6 +20,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
+import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
+import { currentWorker, masterCommand, parseShowProc } from '../../agent/haproxy/master-cli.js';
 import { BASE_PATH, SystemdActiveStandbyRig, type ContainerAmphora } from '../helpers/active-standby-systemd.js';
 import { CLIENT_SOURCES, figures, vipArrival, type LbSpec } from '../helpers/active-standby.js';
 import { ciImageTar, ImageRoot } from '../helpers/amphora-container.js';
@@ -38,6 +42,8 @@ const RELEASE = OCTAVIAS.find((o) => o.label === 'octavia-16') ?? OCTAVIAS[0]!;
 const test = suite(`ACTIVE_STANDBY under systemd (image containers, ${RELEASE.label})`);
 let image: ImageRoot | null = null;
 let rig: SystemdActiveStandbyRig;
+/** The image's haproxy (major.minor), for the templater. */
+let haproxyVersion = '';
 
 test.before(loud(async () => {
   const started = Date.now();
@@ -56,11 +62,11 @@ test.after(async () => {
 const trackFile = (amp: ContainerAmphora) => amp.container.path(`${BASE_PATH}/vrrp/haproxy.track`);
 
 test('set up through the controller: haproxy and keepalived run as the agent\'s systemd units, one VIP holder', async () => {
-  const version = /HAProxy version (\d+\.\d+)/.exec(rig.a.container.exec(['/usr/sbin/haproxy', '-v']))![1]!;
-  await rig.deployListener(LB, version);
+  haproxyVersion = /HAProxy version (\d+\.\d+)/.exec(rig.a.container.exec(['/usr/sbin/haproxy', '-v']))![1]!;
+  await rig.deployListener(LB, haproxyVersion);
   await rig.deployVrrp(LB);
   const master = await rig.master(15_000);
-  console.log(`[${rig.label}] haproxy ${version}; initial master: ${master.name}`);
+  console.log(`[${rig.label}] haproxy ${haproxyVersion}; initial master: ${master.name}`);
   for (const amp of rig.amphorae) {
     const unit = rig.haproxyUnit(amp, LB.lbId);
     assert.is(unit.state, 'active/running', `amphora ${amp.name}: ${UNIT} ${unit.state}`);
@@ -70,6 +76,62 @@ test('set up through the controller: haproxy and keepalived run as the agent\'s 
     assert.is(amp.container.unitProperty(UNIT, 'RestartUSec'), '100ms');
     assert.is(readFileSync(trackFile(amp), 'utf8').trim(), '0');
   }
+});
+
+/** An amphora's haproxy as its master CLI lists it (pids in the container's namespace), through the overlay from the host. */
+async function processTable(amp: ContainerAmphora) {
+  const socket = loadBalancerFiles(amp.container.path(BASE_PATH), LB.lbId).masterSocket;
+  const table = parseShowProc(await masterCommand(socket, 'show proc', 3000));
+  if (!table) throw new Error(`amphora ${amp.name}: no haproxy master`);
+  return { masterPid: table.masterPid, reloads: table.reloads, worker: currentWorker(table) };
+}
+
+test('agent restarted by systemd, then a planned reload, on the master: no VIP move, 0 failed, haproxy kept', async () => {
+  const master = await rig.master();
+  const before = rig.haproxyUnit(master, LB.lbId);
+  const procBefore = await processTable(master);
+  const load = rig.load({ sources: CLIENT_SOURCES }).start();
+  let lost = false;
+  let watching = true;
+  const watch = (async () => {
+    while (watching) {
+      if (!rig.holdsVip(master)) lost = true;
+      await sleep(50);
+    }
+  })();
+  let t0 = 0;
+  const steps: string[] = [];
+  try {
+    await waitFor('the load to run', () => load.records.length >= 150, 10_000, 50);
+    t0 = Date.now();
+    master.container.exec(['systemctl', 'restart', 'amphora-agent.service']);
+    await waitFor('the agent to answer again', () => master.peer.call('get_info').then(() => true, () => false), 30_000, 200);
+    steps.push(`agent answering again ${Date.now() - t0} ms after the restart`);
+    // Longer than a VRRP check interval with the agent back.
+    await sleep(6000);
+    const reloadAt = Date.now();
+    await rig.deployListenerTo(master, { ...LB, connectionLimit: 2001 }, haproxyVersion);
+    steps.push(`config uploaded and reloaded in ${Date.now() - reloadAt} ms`);
+    await sleep(6000);
+  } finally {
+    watching = false;
+    await watch;
+    await load.stop();
+  }
+  const f = figures(rig, 'agent restarted by systemd, then a planned reload, on the master', load.records, t0, null);
+  const after = rig.haproxyUnit(master, LB.lbId);
+  const procAfter = await processTable(master);
+  console.log(`[${rig.label}] ${steps.join('; ')}; ${UNIT}: main pid ${before.mainPid} -> ${after.mainPid}, restarts ${before.restarts} -> ${after.restarts}, ` +
+    `worker ${procBefore.worker} -> ${procAfter.worker}, reloads ${procBefore.reloads} -> ${procAfter.reloads}`);
+  assert.not.ok(lost, 'the VIP left the master');
+  assert.is(f.failed.length, 0);
+  // The agent's restart changed nothing; the reload made one new worker under the same master.
+  assert.is(after.mainPid, before.mainPid);
+  assert.is(after.restarts, before.restarts);
+  assert.is(procAfter.reloads, procBefore.reloads + 1);
+  assert.is.not(procAfter.worker, procBefore.worker);
+  assert.is(after.state, 'active/running');
+  assert.is(readFileSync(trackFile(master), 'utf8').trim(), '0');
 });
 
 test('haproxy\'s master process SIGKILLed on the master: systemd restarts it, no VIP move, loss window under 1 s', async () => {

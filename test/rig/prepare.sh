@@ -51,11 +51,11 @@ done
 
 # Image containers left by an interrupted run (test/helpers/amphora-container.ts):
 # their systemd (PID 1 of each) killed, their overlays and cgroups removed.
-for pid in $(pgrep -f '^systemd-nspawn -D /var/tmp/aat-nspawn-' 2>/dev/null); do
+for pid in $(pgrep -f '^systemd-nspawn -D /var/tmp/aat-ns-' 2>/dev/null); do
   read -r -a children <"/proc/$pid/task/$pid/children" || true
   for child in "${children[@]}"; do kill -9 "$child" 2>/dev/null || true; done
 done
-for dir in /var/tmp/aat-nspawn-*; do
+for dir in /var/tmp/aat-ns-*; do
   [ -d "$dir" ] || continue
   awk -v r="$dir" 'index($2, r "/") == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
   rm -rf --one-file-system "$dir"
