@@ -140,23 +140,41 @@ export class AmphoraContainer {
     });
     nspawn.stdout!.pipe(out);
     nspawn.stderr!.pipe(out);
-    const leader = await waitFor(`the container ${opts.name}'s systemd`, () => {
-      if (nspawn.exitCode !== null) throw new Error(`systemd-nspawn exited (${nspawn.exitCode}): ${readFileSync(log, 'utf8')}`);
-      return childOf(nspawn.pid!, 'systemd');
-    }, 30_000, 100);
-    const c = new AmphoraContainer(opts.name, root, opts.netns, nspawn, leader!, log, cgroups);
+    let leader: number;
+    try {
+      leader = (await waitFor(`the container ${opts.name}'s systemd`, () => {
+        if (nspawn.exitCode !== null) throw new Error(`systemd-nspawn exited (${nspawn.exitCode}): ${readFileSync(log, 'utf8')}`);
+        return childOf(nspawn.pid!, 'systemd');
+      }, 30_000, 100))!;
+    } catch (err) {
+      nspawn.kill('SIGKILL');
+      throw err;
+    }
+    const c = new AmphoraContainer(opts.name, root, opts.netns, nspawn, leader, log, cgroups);
     process.on('exit', () => c.kill());
-    // degraded: the image's nftables.service and systemd-remount-fs fail in a container (harmless here).
-    const state = await waitFor(`the container ${opts.name} to finish booting`, () => {
-      const s = spawnSync('nsenter', ['-t', String(leader), '-a', 'systemctl', 'is-system-running'], { encoding: 'utf8' }).stdout.trim();
-      return s === 'running' || s === 'degraded' ? s : null;
-    }, 60_000, 250);
-    if (state === 'degraded') {
-      const failed = c.exec(['systemctl', '--failed', '--plain', '--no-legend']).split('\n').map((l) => l.split(' ')[0]!).filter(Boolean);
-      const unexpected = failed.filter((u) => !['nftables.service', 'systemd-remount-fs.service', 'systemd-firstboot.service'].includes(u));
-      if (unexpected.length) throw new Error(`container ${opts.name}: ${unexpected.join(', ')} failed:\n${c.exec(['journalctl', '--no-pager', '-n', '80'])}`);
+    try {
+      await c.booted();
+    } catch (err) {
+      await c.destroy();
+      throw err;
     }
     return c;
+  }
+
+  /**
+   * Resolves once systemd finished starting up; "degraded" only for units
+   * that fail in any container (the image's nftables.service and
+   * systemd-remount-fs), not for ours.
+   */
+  private async booted(): Promise<void> {
+    const state = await waitFor(`the container ${this.name} to finish booting`, () => {
+      const s = spawnSync('nsenter', ['-t', String(this.leader), '-a', 'systemctl', 'is-system-running'], { encoding: 'utf8' }).stdout.trim();
+      return s === 'running' || s === 'degraded' ? s : null;
+    }, 60_000, 250);
+    if (state === 'running') return;
+    const failed = this.exec(['systemctl', '--failed', '--plain', '--no-legend']).split('\n').map((l) => l.split(' ')[0]!).filter(Boolean);
+    const unexpected = failed.filter((u) => !['nftables.service', 'systemd-remount-fs.service', 'systemd-firstboot.service'].includes(u));
+    if (unexpected.length) throw new Error(`container ${this.name}: ${unexpected.join(', ')} failed:\n${this.exec(['journalctl', '--no-pager', '-n', '80'])}`);
   }
 
   /** A command run in the container (all its namespaces); throws with its output when it fails. */
