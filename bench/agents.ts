@@ -7,10 +7,9 @@ import https from 'node:https';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { issue, makeCa, type Ca, type Issued } from '../test/helpers/certs.js';
+import { agentCommand } from '../test/helpers/agent-process.js';
 
-export const MAIN = fileURLToPath(new URL('../agent/main.js', import.meta.url));
 export const AMPHORA = 'b0b0b0b0-0000-4000-8000-000000000001';
 export const PYTHON_AGENT = '/usr/bin/amphora-agent';
 
@@ -45,12 +44,6 @@ export function configText(dir: string, port: number, serverPem: string, clientC
   ].join('\n');
 }
 
-/** The node flags of main.js's shebang line: the agent runs here exactly as installed. */
-export function shebangFlags(): string[] {
-  const first = readFileSync(MAIN, 'utf8').split('\n')[0]!;
-  return first.split(/\s+/).filter((w) => w.startsWith('--'));
-}
-
 /**
  * argv of each agent, to which the config file's path is appended. With
  * `privateDir`, each runs from its own copy of its interpreter: on an
@@ -69,7 +62,7 @@ export function agentArgv(privateDir?: string): { ours: string[]; octavia: strin
     python = copy;
     for (const f of [node, copy]) chmodSync(f, 0o755);
   }
-  return { ours: [node, ...shebangFlags(), MAIN, '--config-file'], octavia: [python, PYTHON_AGENT, '--config-file'] };
+  return { ours: [...agentCommand(node), '--config-file'], octavia: [python, PYTHON_AGENT, '--config-file'] };
 }
 
 /** pids of a process and all its descendants. */

@@ -2,7 +2,7 @@
 // certificates, a test namespace and one of the haproxy binaries, as an
 // Octavia worker would meet it on an amphora.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
@@ -14,6 +14,15 @@ import type { HaproxyUnderTest } from './haproxies.js';
 import { waitFor, type LoadGenerator } from './load.js';
 
 const MAIN = fileURLToPath(new URL('../../agent/main.js', import.meta.url));
+
+/**
+ * The agent's command as installed: node with the flags of main.js's first
+ * line (its memory settings; the image's wrapper passes the same), then main.js.
+ */
+export function agentCommand(node = process.execPath): string[] {
+  const first = readFileSync(MAIN, 'utf8').split('\n')[0]!;
+  return [node, ...first.split(/\s+/).filter((w) => w.startsWith('--')), MAIN];
+}
 
 export interface AgentUnderTest {
   process: ChildProcess;
@@ -69,7 +78,7 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
     `amphora_id = ${amphoraId}`, 'process_manager = direct', `network_namespace = ${netns}`,
     `agent_server_network_dir = ${join(dir, 'interfaces')}`, `systemd_unit_dir = ${join(dir, 'units')}`, ...amphoraAgent, ...(more.sections ?? []), '',
   ].join('\n'));
-  const argv = [...launcher, process.execPath, MAIN, '--config-file', configFile];
+  const argv = [...launcher, ...agentCommand(), '--config-file', configFile];
   return { port, amphoraId, basePath, certDir, configFile, serverCa, clientCa, client, argv, ...(await launch(argv)) };
 }
 
