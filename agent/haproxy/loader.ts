@@ -9,7 +9,7 @@
 // and the caller gets HaproxyFailedError with haproxy's message.
 import { resolve } from 'node:path';
 import type { Logger } from '../log.js';
-import { readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
+import { linkDurable, readTextIfExists, removeFile, stageFiles, writeFileAtomic, type FileContent } from '../system/files.js';
 import type { AdmissionMethod } from './admission.js';
 import { writeApplied } from './applied.js';
 import { readConfig } from './config-reader.js';
@@ -67,14 +67,23 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
   });
   for (const w of plan.warnings) deps.log.warn({ lbId }, w);
 
+  const writes: FileContent[] = [];
   if (config.serverStateFile) {
-    if (resolve(config.serverStateFile).startsWith(`${resolve(deps.baseDir)}/`)) await writeFileAtomic(config.serverStateFile, plan.stateFile, 0o600);
+    if (resolve(config.serverStateFile).startsWith(`${resolve(deps.baseDir)}/`)) writes.push({ path: config.serverStateFile, data: plan.stateFile });
     else deps.log.warn({ lbId, path: config.serverStateFile }, 'server-state file outside the agent directories; not written');
   }
+  writes.push({ path: files.live, data: plan.effectiveConfig });
 
   await removeFile(files.stopped);
-  if (previousLive !== null) await writeFileAtomic(files.livePrevious, previousLive, 0o600);
-  await writeFileAtomic(files.live, plan.effectiveConfig, 0o600);
+  const staged = await stageFiles(writes, 0o600);
+  try {
+    // The previous live config stays on disk until the load is verified (recovery.ts).
+    if (previousLive !== null) await linkDurable(files.live, files.livePrevious);
+  } catch (err) {
+    staged.discard();
+    throw err;
+  }
+  staged.commit();
 
   await deps.beforeBind?.(config.frontends.flatMap((f) => f.bindAddresses));
   let after: HaproxyStatus;

@@ -34,37 +34,77 @@ interface Server {
 }
 
 interface Skeleton {
-  /** The config with server lines removed, whitespace-normalised. */
+  /** The lines other than server lines, whitespace-normalised. */
   rest: string;
   servers: Map<string, Server>;
 }
 
+/** `server <name> ...` inside a section: the name, else null. */
+function serverName(line: string): string | null {
+  let i = 0;
+  while (i < line.length && (line[i] === ' ' || line[i] === '\t')) i++;
+  if (i === 0 || !line.startsWith('server', i)) return null;
+  const after = line[i + 6];
+  if (after !== ' ' && after !== '\t') return null;
+  const name = line.slice(i + 7).trimStart();
+  const end = name.search(/\s/);
+  return end < 0 ? null : name.slice(0, end);
+}
 
-const SERVER_LINE = /^\s+server\s+(\S+)\s+(.*)$/;
+/** The backend line `at` is in (null: another section or none), from the section line above it. */
+function backendAt(lines: string[], at: number): string | null {
+  for (let n = at - 1; n >= 0; n--) {
+    const line = lines[n]!;
+    if (line.trim() === '' || !/^\S/.test(line)) continue;
+    const words = line.trim().split(/\s+/);
+    return words[0] === 'backend' ? words[1] ?? null : null;
+  }
+  return null;
+}
 
 /**
  * Lines compare with whitespace runs collapsed: a difference there only costs
- * an unneeded reload. Server lines are split into words; one with quotes,
- * backslashes or a comment goes through haproxy's tokenizer instead.
+ * an unneeded reload. `backend`: the section the first line is in.
  */
-function skeleton(text: string): Skeleton {
+function skeleton(lines: string[], backend: string | null): Skeleton {
   const rest: string[] = [];
   const servers = new Map<string, Server>();
-  let backend: string | null = null;
-  for (const line of text.split('\n')) {
+  for (const line of lines) {
     if (line.trim() === '') continue;
     if (/^\S/.test(line)) {
       const words = line.trim().split(/\s+/);
       backend = words[0] === 'backend' ? words[1] ?? null : null;
     }
-    const m = backend !== null ? SERVER_LINE.exec(line) : null;
-    if (m) {
-      servers.set(memberKey(backend!, m[1]!), { backend: backend!, name: m[1]!, line });
+    const name = backend !== null ? serverName(line) : null;
+    if (name !== null) {
+      servers.set(memberKey(backend!, name), { backend: backend!, name, line });
     } else {
       rest.push(line.trim().replace(/\s+/g, ' '));
     }
   }
   return { rest: rest.join('\n'), servers };
+}
+
+/**
+ * The skeletons of the lines where two configs differ. Lines equal at the
+ * start and at the end of both add the same to either skeleton, so only the
+ * middle is read: a change touches a few lines of a config with thousands.
+ * If the middles' other lines are equal, so are their section lines, and
+ * the common end's servers stay in the same backends.
+ */
+function changedSkeletons(beforeText: string, afterText: string): { before: Skeleton; after: Skeleton } {
+  const b = beforeText.split('\n');
+  const a = afterText.split('\n');
+  const shorter = Math.min(a.length, b.length);
+  let start = 0;
+  while (start < shorter && a[start] === b[start]) start++;
+  let end = 0;
+  while (end < shorter - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++;
+  const backend = backendAt(a, start);
+  return {
+    before: skeleton(b.slice(start, b.length - end), backend),
+    after: skeleton(a.slice(start, a.length - end), backend),
+  };
 }
 
 /** The words after `server <name>`. */
@@ -134,21 +174,27 @@ function admitted(fact: ServerLine, words: string[]): Admitted {
 }
 
 export function planRuntime(runningText: string, newText: string): RuntimePlan {
-  const before = skeleton(runningText);
-  const after = skeleton(newText);
+  const { before, after } = changedSkeletons(runningText, newText);
   if (before.rest !== after.rest) return { steps: [], reloadReason: 'more than members changed' };
-  // Whether a member is checked is the reader's answer (default-server, no-check, track), as on a reload.
-  const facts = new Map<string, ServerLine>();
-  for (const b of readConfig(newText).backends.values()) for (const s of b.servers) facts.set(memberKey(s.backend, s.name), s);
+  // Whether a member is checked is the reader's answer (default-server, no-check, track), as on a reload;
+  // read only when a member changed.
+  let facts: Map<string, ServerLine> | null = null;
+  const factOf = (k: string) => {
+    if (facts === null) {
+      facts = new Map();
+      for (const b of readConfig(newText).backends.values()) for (const s of b.servers) facts.set(memberKey(s.backend, s.name), s);
+    }
+    return facts.get(k);
+  };
 
   const adds: RuntimeStep[] = [];
   const changes: RuntimeStep[] = [];
   const removes: RuntimeStep[] = [];
   for (const [k, s] of after.servers) {
     const was = before.servers.get(k);
-    if (was && was.line.trim() === s.line.trim()) continue;
+    if (was && (was.line === s.line || was.line.trim() === s.line.trim())) continue;
     const args = argsOf(s.line);
-    const fact = facts.get(k);
+    const fact = factOf(k);
     if (!fact) return { steps: [], reloadReason: `member ${k}: server line not understood` };
     const { checked, defaultServer: defaults } = fact;
     const enabled = !args.includes('disabled');

@@ -58,7 +58,7 @@ export function writeFileAtomic(path: string | string[], data: string | Buffer, 
   return writeFilesAtomic([{ path, data }], mode);
 }
 
-/** Several files of one directory, each whole, old or new, after a crash. */
+/** Several files, each whole, old or new, after a crash: their data synced at once, then one fsync per directory. */
 export async function writeFilesAtomic(files: FileContent[], mode = 0o600): Promise<void> {
   if (files.length > 0) (await stageFiles(files, mode)).commit();
 }
@@ -71,20 +71,20 @@ export interface StagedFiles {
   discard(): void;
 }
 
-/** First half of an atomic write: temporary files with their data on disk. */
+/** First half of an atomic write: temporary files with their data on disk (the names of one content share a directory). */
 export async function stageFiles(files: FileContent[], mode = 0o600): Promise<StagedFiles> {
   const paths = files.flatMap((f) => (Array.isArray(f.path) ? f.path : [f.path]));
-  const dir = dirname(paths[0]!);
-  if (paths.some((p) => dirname(p) !== dir)) throw new Error('stageFiles: all paths must share one directory');
-  const temp = (p: string) => join(dir, `.${basename(p)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const dirs = [...new Set(paths.map(dirname))];
   const renames: [string, string][] = [];
   const discard = () => {
     for (const [from] of renames) rmSync(from, { force: true });
   };
   const fds: number[] = [];
+  let writing = paths[0]!;
   try {
     for (const f of files) {
       const names = Array.isArray(f.path) ? f.path : [f.path];
+      writing = names[0]!;
       const first = temp(names[0]!);
       renames.push([first, names[0]!]);
       fds.push(writeUnsynced(first, f.data, mode));
@@ -97,7 +97,7 @@ export async function stageFiles(files: FileContent[], mode = 0o600): Promise<St
     await Promise.all(fds.map((fd) => fsyncAsync(fd)));
   } catch (err) {
     discard();
-    throw noSpace(err, paths.length === 1 ? paths[0]! : dir);
+    throw noSpace(err, writing);
   } finally {
     for (const fd of fds) closeSync(fd);
   }
@@ -107,12 +107,16 @@ export async function stageFiles(files: FileContent[], mode = 0o600): Promise<St
         for (const [from, to] of renames) renameSync(from, to);
       } catch (err) {
         discard();
-        throw noSpace(err, dir);
+        throw noSpace(err, dirs[0]!);
       }
-      syncDir(dir);
+      for (const dir of dirs) syncDir(dir);
     },
     discard,
   };
+}
+
+function temp(path: string): string {
+  return join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
 }
 
 /** Create `path` with `data`; returns the open descriptor, for the caller to sync and close. */
@@ -127,6 +131,21 @@ function writeUnsynced(path: string, data: string | Buffer, mode: number): numbe
     closeSync(fd);
     throw err;
   }
+}
+
+/**
+ * Give `path`'s content a second name, `copy`: a hard link, so nothing is
+ * rewritten, and `path` replaced atomically later leaves `copy` as it was.
+ */
+export async function linkDurable(path: string, copy: string): Promise<void> {
+  // Removed first: rename() over another link of the same file does nothing.
+  rmSync(copy, { force: true });
+  try {
+    linkSync(path, copy);
+  } catch (err) {
+    throw noSpace(err, copy);
+  }
+  syncDir(dirname(copy));
 }
 
 /** Rename with a directory fsync, so the rename survives a power cut. */

@@ -2,10 +2,10 @@
 // as the runtime path uses them while haproxy takes its commands.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stageFiles, writeFilesAtomic } from '../../agent/system/files.js';
+import { linkDurable, stageFiles, writeFileAtomic, writeFilesAtomic } from '../../agent/system/files.js';
 
 const scratch = () => mkdtempSync(join(tmpdir(), 'aat-files-'));
 
@@ -37,16 +37,44 @@ test('discarded staging leaves the old files and no temporary files', async () =
   }
 });
 
-test('a failed write rejects and leaves no temporary files; paths of two directories are refused', async () => {
+test('a failed write rejects and leaves no temporary files', async () => {
   const dir = scratch();
-  const rejects = (p: Promise<unknown>, pattern: RegExp) => p.then(() => assert.unreachable('should reject'), (err: Error) => assert.match(err.message, pattern));
   try {
     // The second file's temporary name is longer than a file name may be:
     // staging fails after the first temporary file exists.
-    await rejects(writeFilesAtomic([{ path: join(dir, 'a'), data: 'x' }, { path: join(dir, 'b'.repeat(240)), data: 'y' }]), /ENAMETOOLONG/);
+    await writeFilesAtomic([{ path: join(dir, 'a'), data: 'x' }, { path: join(dir, 'b'.repeat(240)), data: 'y' }])
+      .then(() => assert.unreachable('should reject'), (err: Error) => assert.match(err.message, /ENAMETOOLONG/));
     assert.equal(readdirSync(dir), []);
-    await rejects(writeFilesAtomic([{ path: join(dir, 'a'), data: 'x' }, { path: join(dir, 'sub', 'b'), data: 'y' }]), /share one directory/);
-    assert.equal(readdirSync(dir), []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('files of two directories land together', async () => {
+  const dir = scratch();
+  try {
+    mkdirSync(join(dir, 'sub'));
+    await writeFilesAtomic([{ path: join(dir, 'a'), data: 'x' }, { path: join(dir, 'sub', 'b'), data: 'y' }]);
+    assert.equal(readdirSync(dir).sort(), ['a', 'sub']);
+    assert.equal(readdirSync(join(dir, 'sub')), ['b']);
+    assert.is(readFileSync(join(dir, 'sub', 'b'), 'utf8'), 'y');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a linked copy keeps the old content when the file is replaced, and replaces an earlier copy', async () => {
+  const dir = scratch();
+  const [live, previous] = [join(dir, 'live.cfg'), join(dir, 'live.cfg.prev')];
+  try {
+    await writeFileAtomic(live, 'one');
+    await linkDurable(live, previous);
+    await linkDurable(live, previous); // already a link of the same file
+    await writeFileAtomic(live, 'two');
+    assert.is(readFileSync(previous, 'utf8'), 'one');
+    await linkDurable(live, previous);
+    assert.is(readFileSync(previous, 'utf8'), 'two');
+    assert.equal(readdirSync(dir).sort(), ['live.cfg', 'live.cfg.prev']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

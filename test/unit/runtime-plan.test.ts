@@ -55,6 +55,28 @@ test('default-server check: a member added without its own `check` is added chec
   assert.match(planRuntime(pool(['m1 10.0.0.1:80'], other), pool(['m1 10.0.0.1:80', 'm2 10.0.0.2:80'], other)).reloadReason!, /default-server/);
 });
 
+test('only the lines that differ are compared, each in the backend its section line above names', () => {
+  const two = (a: string[], b: string[]) => [
+    'global', '    maxconn 100', '', 'frontend f', '    bind 127.0.0.1:80', '    default_backend a', '',
+    'backend a', ...a.map((s) => `    server ${s}`), '', 'backend b', '    balance roundrobin', ...b.map((s) => `    server ${s}`), '',
+  ].join('\n');
+  const before = two(['x 10.0.0.1:80 weight 1', 'y 10.0.0.2:80 weight 1'], ['x 10.0.0.3:80 weight 1', 'y 10.0.0.4:80 weight 1']);
+  // The one differing line is backend b's, though "backend b" is in the common start.
+  const reweighted = planRuntime(before, two(['x 10.0.0.1:80 weight 1', 'y 10.0.0.2:80 weight 1'], ['x 10.0.0.3:80 weight 1', 'y 10.0.0.4:80 weight 7']));
+  assert.equal(reweighted.steps, [{ kind: 'weight', backend: 'b', server: 'y', weight: 7 }]);
+  // A line moved from one backend to the other is a member removed there and added here.
+  const moved = planRuntime(before, two(['x 10.0.0.1:80 weight 1'], ['z 10.0.0.2:80 weight 1', 'x 10.0.0.3:80 weight 1', 'y 10.0.0.4:80 weight 1']));
+  assert.equal(moved.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`), ['add b/z', 'remove a/y']);
+  // Reordered lines are no change; the first and the last line changing are seen.
+  assert.equal(planRuntime(before, two(['y 10.0.0.2:80 weight 1', 'x 10.0.0.1:80 weight 1'], ['x 10.0.0.3:80 weight 1', 'y 10.0.0.4:80 weight 1'])), { steps: [], reloadReason: null });
+  assert.match(planRuntime(before, `#\n${before}`).reloadReason!, /more than members/);
+  assert.match(planRuntime(before, `${before}backend c\n`).reloadReason!, /more than members/);
+  const last = planRuntime(before, before.replace('y 10.0.0.4:80 weight 1', 'y 10.0.0.4:80 weight 1 disabled'));
+  assert.equal(last.steps, [{ kind: 'admin-down', backend: 'b', server: 'y' }]);
+  const added = planRuntime(before, before.replace('    server x 10.0.0.1:80 weight 1\n', '    server x 10.0.0.1:80 weight 1\n    server z 10.0.0.9:80 weight 1\n'));
+  assert.equal(added.steps.map((s) => `${s.kind} ${s.backend}/${s.server}`), ['add a/z']);
+});
+
 test('changes are described object by object', () => {
   const spec = (weight: number, extra: object[] = []) => validateSpec({
     id: 'lb', vip_address: '203.0.113.1',
