@@ -76,7 +76,7 @@ const ESCAPES = new Map([[' ', ' '], ['\\', '\\'], ['#', '#'], ["'", "'"], ['"',
  */
 export function tokenizeLine(line: string): Tokenized {
   // Most lines (every server line) have nothing to resolve: split them natively.
-  if (!NEEDS_RESOLVING.test(line)) return { words: line.split(SPACES).filter((w) => w !== ''), codeEnd: codeEndOf(line, line.length) };
+  if (!NEEDS_RESOLVING.test(line)) return { words: splitPlain(line), codeEnd: codeEndOf(line, line.length) };
   const words: string[] = [];
   let word = '';
   let inWord = false;
@@ -124,6 +124,14 @@ export function tokenizeLine(line: string): Tokenized {
   }
   if (inWord) words.push(word);
   return { words, codeEnd: codeEndOf(line, i) };
+}
+
+/** Words between spaces: a split leaves an empty word only at either end. */
+function splitPlain(line: string): string[] {
+  const words = line.split(SPACES);
+  if (words[words.length - 1] === '') words.pop();
+  if (words[0] === '') words.shift();
+  return words;
 }
 
 /** `end` moved back over trailing whitespace. */

@@ -18,10 +18,12 @@ const MAIN = fileURLToPath(new URL('../../agent/main.js', import.meta.url));
 /**
  * The agent's command as installed: node with the flags of main.js's first
  * line (its memory settings; the image's wrapper passes the same), then main.js.
+ * AGENT_NODE_FLAGS replaces those flags, for benches that weigh other ones.
  */
 export function agentCommand(node = process.execPath): string[] {
   const first = readFileSync(MAIN, 'utf8').split('\n')[0]!;
-  return [node, ...first.split(/\s+/).filter((w) => w.startsWith('--')), MAIN];
+  const flags = process.env.AGENT_NODE_FLAGS ?? first;
+  return [node, ...flags.split(/\s+/).filter((w) => w.startsWith('--')), MAIN];
 }
 
 export interface AgentUnderTest {
