@@ -4,7 +4,7 @@
 // haproxy judges the text it would load (runnable.ts); the accepted file
 // keeps the text as sent. A rejected config is kept beside it for operators.
 import { run } from '../system/exec.js';
-import { ensureDir, exists, removeFile, renameDurable, writeFileAtomic } from '../system/files.js';
+import { ensureDir, exists, readTextIfExists, removeFile, renameDurable, writeFileAtomic } from '../system/files.js';
 import { InvalidConfigError } from './errors.js';
 import { peerName, type LoadBalancerFiles } from './layout.js';
 
@@ -33,7 +33,9 @@ export async function acceptConfig(
     throw new InvalidConfigError(res.output.trim());
   }
   await renameDurable(files.candidate, files.config);
-  await writeFileAtomic(files.meta, JSON.stringify({ amphoraId }), 0o600);
+  // Written when it changes (an fsync saved on every other upload).
+  const meta = JSON.stringify({ amphoraId });
+  if ((await readTextIfExists(files.meta)) !== meta) await writeFileAtomic(files.meta, meta, 0o600);
 }
 
 async function ensureUserGroupFile(deps: AcceptanceDeps): Promise<void> {
