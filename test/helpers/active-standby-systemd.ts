@@ -71,13 +71,7 @@ export class SystemdActiveStandbyRig extends AmphoraPair<ContainerAmphora> {
 
   static async create(image: ImageRoot, release: OctaviaUnderTest, port: number): Promise<SystemdActiveStandbyRig> {
     const rig = new SystemdActiveStandbyRig(image, release, port);
-    try {
-      await rig.build();
-    } catch (err) {
-      await rig.destroy();
-      throw err;
-    }
-    return rig;
+    return AmphoraPair.built(rig, () => rig.build());
   }
 
   protected amphoraNamespaces(): string[] {

@@ -182,6 +182,17 @@ export abstract class AmphoraPair<A extends AmphoraBase> {
     process.on('exit', () => this.destroyNetworks());
   }
 
+  /** `rig` once `build` is done; a failed build takes down what it made before the error goes on. */
+  protected static async built<R extends AmphoraPair<AmphoraBase>>(rig: R, build: () => Promise<void>): Promise<R> {
+    try {
+      await build();
+    } catch (err) {
+      await rig.destroy();
+      throw err;
+    }
+    return rig;
+  }
+
   /** The VIP bridge, the client on it, the members' bridge and the members. */
   protected async buildNetworks(): Promise<void> {
     const l = `${this.linkPrefix}c${this.id}`;
@@ -372,13 +383,7 @@ export class ActiveStandbyRig extends AmphoraPair<Amphora> {
   /** Build the networks, start both agents and plug both amphorae through Octavia's client. */
   static async create(haproxy: HaproxyUnderTest, release: OctaviaUnderTest, port: number): Promise<ActiveStandbyRig> {
     const rig = new ActiveStandbyRig(haproxy, release, port);
-    try {
-      await rig.build();
-    } catch (err) {
-      await rig.destroy();
-      throw err;
-    }
-    return rig;
+    return AmphoraPair.built(rig, () => rig.build());
   }
 
   protected amphoraNamespaces(): string[] {
