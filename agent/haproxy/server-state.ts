@@ -31,6 +31,15 @@ const FIELD_NAMES =
   'srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state ' +
   'srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord';
 
+/**
+ * The fields the agent reads from a line of 20 or more: be_name, srv_name,
+ * srv_addr, srv_op_state, srv_admin_state, srv_check_result,
+ * srv_check_health and srv_port (fields 1, 3-6, 11, 12, 18). Captured
+ * alone: a split made a string of every field, twice the garbage of a
+ * 10,000-server dump.
+ */
+const STATE_LINE = /^\S+\s+(\S+)\s+\S+\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)(?:\s+\S+){4}\s+(\S+)\s+(\S+)(?:\s+\S+){5}\s+(\S+)\s+\S/;
+
 export function parseServerState(text: string): ServerStateDump {
   const header: string[] = [];
   const entries: ServerStateEntry[] = [];
@@ -41,17 +50,17 @@ export function parseServerState(text: string): ServerStateDump {
       if (entries.length === 0) header.push(trimmed);
       continue;
     }
-    const f = trimmed.split(/\s+/);
-    if (f.length < 20) continue;
+    const f = STATE_LINE.exec(trimmed);
+    if (!f) continue;
     entries.push({
       backend: f[1]!,
-      server: f[3]!,
-      address: f[4]!,
-      opState: Number(f[5]),
-      adminState: Number(f[6]),
-      checkResult: Number(f[11]),
-      checkHealth: Number(f[12]),
-      port: f[18]!,
+      server: f[2]!,
+      address: f[3]!,
+      opState: Number(f[4]),
+      adminState: Number(f[5]),
+      checkResult: Number(f[6]),
+      checkHealth: Number(f[7]),
+      port: f[8]!,
       raw: trimmed,
     });
   }

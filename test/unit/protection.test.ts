@@ -92,4 +92,16 @@ test('a seeded line has the 20 mandatory fields and the INI check status', () =>
   assert.is(f[18], '80');
 });
 
+test('a dump line gives its fields by position; a line of fewer than 20 fields is skipped', () => {
+  // haproxy 3.x prints 25 fields; 2.6 and the seeded lines 20; runs of spaces or tabs are read alike.
+  const line = '3 be_p 7 m1 10.0.0.1 2 0 5 1 120 15 3 4 6 0 0 0 - 8080 - 0 0 - - 0';
+  const dump = parseServerState(`1\n# be_id be_name ...\n${line}\n${line.split(' ').slice(0, 20).join('\t  ')}\n${line.split(' ').slice(0, 19).join(' ')}\n`);
+  assert.is(dump.entries.length, 2);
+  for (const e of dump.entries) {
+    assert.equal([e.backend, e.server, e.address, e.opState, e.adminState, e.checkResult, e.checkHealth, e.port], ['be_p', 'm1', '10.0.0.1', 2, 0, 3, 4, '8080']);
+  }
+  assert.is(dump.entries[0]!.raw, line);
+  assert.equal(dump.header, ['1', '# be_id be_name ...']);
+});
+
 test.run();
