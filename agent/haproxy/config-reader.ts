@@ -225,17 +225,17 @@ export function readConfig(text: string): ConfigInfo {
     if (kw === 'default-server') defaultServer = [...defaultServer, ...words.slice(1)];
     else if (kw === 'load-server-state-from-file') ownLoadState = asLoadState(words[1]);
     else if (kw === 'server' && words.length >= 3) {
-      const rest = words.slice(3);
-      const tracked = rest.includes('track');
+      // The server's own keywords follow its name and address.
+      const tracked = words.indexOf('track', 3) >= 0;
       current.servers.push({
         backend: current.name,
         name: words[1]!,
         address: words[2]!,
         line: n,
         codeEnd,
-        checked: !tracked && hasCheck(rest, hasCheck(defaultServer, false)),
+        checked: !tracked && hasCheck(words, 3, hasCheck(defaultServer, 0, false)),
         tracked,
-        initStateOnLine: rest.includes('init-state'),
+        initStateOnLine: words.indexOf('init-state', 3) >= 0,
         defaultServer,
       });
     }
@@ -248,9 +248,9 @@ export function readConfig(text: string): ConfigInfo {
   return { frontends, backends, serverStateFile };
 }
 
-/** `check` / `no-check` in `words` decide (the last one, for accumulated default-server words), else the inherited answer. */
-function hasCheck(words: string[], inheritedCheck: boolean): boolean {
-  for (let i = words.length - 1; i >= 0; i--) {
+/** `check` / `no-check` in `words` from `from` on decide (the last one, for accumulated default-server words), else the inherited answer. */
+function hasCheck(words: string[], from: number, inheritedCheck: boolean): boolean {
+  for (let i = words.length - 1; i >= from; i--) {
     if (words[i] === 'check') return true;
     if (words[i] === 'no-check') return false;
   }
