@@ -9,7 +9,7 @@
 // and the caller gets HaproxyFailedError with haproxy's message.
 import { resolve } from 'node:path';
 import type { Logger } from '../log.js';
-import { linkDurable, readTextIfExists, removeFile, stageFiles, writeFileAtomic, type FileContent } from '../system/files.js';
+import { linkDurable, readTextIfExists, removeFile, renameDurable, stageFiles, type FileContent } from '../system/files.js';
 import type { AdmissionMethod } from './admission.js';
 import { writeApplied } from './applied.js';
 import { readConfig } from './config-reader.js';
@@ -92,9 +92,9 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
     after = before.running ? await deps.supervisor.reload(inst, before) : await deps.supervisor.start(inst);
   } catch (err) {
     const failure = err instanceof HaproxyFailedError ? err : new HaproxyFailedError(before.running ? 'reload' : 'start', String(err));
-    if (previousLive !== null) await writeFileAtomic(files.live, previousLive, 0o600);
+    // The previous live config is still on disk under its second name.
+    if (previousLive !== null) await renameDurable(files.livePrevious, files.live);
     else await removeFile(files.live);
-    await removeFile(files.livePrevious);
     if (before.running) await reloadPrevious(deps, inst, failure);
     throw failure;
   }
