@@ -3,6 +3,7 @@
 // PUTs, some of which reload), under constant traffic to both load balancers,
 // while the agent's RSS and open file descriptors are sampled. Shared by the
 // CI test (a few hundred applies) and bench/soak (10,000).
+import { execFileSync } from 'node:child_process';
 import https from 'node:https';
 import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { startAgent, agentHaproxy, type AgentUnderTest } from './agent-process.js';
@@ -93,10 +94,12 @@ function sample(pid: number, apply: number): Sample {
 }
 
 /**
- * The agent's open descriptors, less the pipes to its children still
- * running: an address announcement after a reload runs arping for about a
+ * The agent's open descriptors, less its ends of its running children's
+ * stdio: an address announcement after a reload runs arping for about a
  * second in the background, and a sample taken meanwhile would count its
- * pipes as a leak.
+ * pipes as a leak. Node gives a child's stdio as pipes or as socket pairs
+ * (libuv); a pipe has one inode at both ends, a socket pair two, so the
+ * pairs are matched through `ss` in the agent's network namespace.
  */
 function ownFds(pid: number): number {
   const links = (p: number) => {
@@ -120,8 +123,16 @@ function ownFds(pid: number): number {
       return false;
     }
   });
-  const childPipes = new Set(children.flatMap((c) => links(Number(c))).filter((l) => l.startsWith('pipe:')));
-  return links(pid).filter((l) => !childPipes.has(l)).length;
+  const theirs = new Set(children.flatMap((c) => links(Number(c))).filter((l) => l.startsWith('pipe:')));
+  if (children.length > 0) {
+    // "u_str ESTAB 0 0 * <inode> * <peer inode> users:((\"arping\",pid=N,fd=1))"
+    const sockets = execFileSync('nsenter', ['-t', String(pid), '-n', 'ss', '-xpH'], { encoding: 'utf8' });
+    for (const line of sockets.split('\n')) {
+      const fields = line.trim().split(/\s+/);
+      if (children.some((c) => line.includes(`pid=${c},`)) && fields[7]) theirs.add(`socket:[${fields[7]}]`);
+    }
+  }
+  return links(pid).filter((l) => !theirs.has(l)).length;
 }
 
 /** Every file under `root` (sockets included) with its size. */

@@ -38,18 +38,14 @@ HAPROXIES.forEach((h, hi) => {
     assert.equal(r.filesAppeared, [], 'files left behind');
     assert.equal(r.temporaries, [], 'temporary files');
     const warm = r.samples.filter((s) => s.apply >= (hi === LONG ? WARMUP : r.applies / 10));
-    // A sample counts what is open at that moment: a request, a haproxy -c's
-    // pipes, a master CLI connection come and go (one sample of the long run
-    // was 6 above its start, its slope -2.1 per 1000 applies). A leak raises
-    // the floor: the fewest open in the first and in the last quarter.
+    // A sample counts what is open at that moment (its children's stdio are
+    // left out): a request, a haproxy -c, a master CLI connection come and go.
+    // A leak raises the floor: the fewest open in the first and in the last
+    // quarter, which must stay within 3.
     const quarter = Math.max(3, Math.floor(warm.length / 4));
     const floor = (xs: typeof warm) => Math.min(...xs.map((s) => s.fds));
     const [fdStart, fdEnd] = [floor(warm.slice(0, quarter)), floor(warm.slice(-quarter))];
-    // A 60-apply run is still warming up (its fds went up by 6-8 in CI runs,
-    // old code and new alike): its bound catches a leak of one descriptor
-    // per apply. The long run, past its warm-up, must stay within 3.
-    const fdSlack = hi === LONG ? 3 : 15;
-    assert.ok(fdEnd <= fdStart + fdSlack, `fewest fds open ${fdStart} early, ${fdEnd} late`);
+    assert.ok(fdEnd <= fdStart + 3, `fewest fds open ${fdStart} early, ${fdEnd} late`);
     if (hi === LONG) {
       // After the warm-up RSS swings by about 30 MB as the heap fills and is
       // collected (bench/soak's 10,000 applies stay within 83-117 MB), so a
