@@ -22,6 +22,7 @@ import { acceptConfig } from './acceptance.js';
 import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js';
 import { KeyedLock } from './keyed-lock.js';
 import { statsSocket, type LoadBalancerFiles } from './layout.js';
+import { readConfig, type ConfigInfo } from './config-reader.js';
 import { loadConfig, type LoadReport } from './loader.js';
 import { PendingMembers } from './pending.js';
 import { planMemberLines, type MemberLines, type Plan } from './plan.js';
@@ -121,6 +122,12 @@ export class HaproxyEngine {
   private readonly asIs = new Map<string, string>();
   /** Member calls' config files, written after they answered. */
   private readonly deferred: DeferredConfigs;
+  /**
+   * Per load balancer, the last accepted config as read while haproxy -c
+   * checked it, for the load that follows (1.0's upload, then reload): the
+   * load then reads no config of its own.
+   */
+  private readonly readings = new Map<string, { runnable: string; config: ConfigInfo }>();
 
   constructor(private readonly opts: EngineOptions) {
     this.baseDir = resolve(opts.baseDir);
@@ -299,6 +306,7 @@ export class HaproxyEngine {
       this.deferred.drop(lbId);
       this.planner.forget(lbId);
       this.asIs.delete(lbId);
+      this.readings.delete(lbId);
       this.restartBackoff.forget(lbId);
       await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
       await removeTree(files.dir);
@@ -460,18 +468,25 @@ export class HaproxyEngine {
   /** Load `text` (the accepted config; `runnable` its form for this binary). */
   private async load(inst: HaproxyInstance, text: string, runnable: string): Promise<LoadReport> {
     const caps = await this.capabilities();
+    const reading = this.readings.get(inst.lbId);
+    this.readings.delete(inst.lbId);
     const report = await loadConfig({
       supervisor: this.opts.supervisor, log: this.opts.log, baseDir: this.baseDir, pending: this.pending,
       initStateAtStartup: caps.initStateAtStartup, protect: this.opts.protectNewMembers !== false,
       ...(this.opts.beforeBind ? { beforeBind: this.opts.beforeBind } : {}),
-    }, inst, runnable);
+    }, inst, runnable, reading?.runnable === runnable ? reading.config : readConfig(runnable));
     this.planner.ran(inst.lbId, text);
     return report;
   }
 
   private async accept(lbId: string, amphoraId: string, text: string, runnable: string): Promise<void> {
     const { haproxyCommand, userGroupFile } = this.opts;
-    await acceptConfig({ haproxyCommand, userGroupFile, ownDir: this.baseDir }, this.files(lbId), amphoraId, text, runnable);
+    let config: ConfigInfo | undefined;
+    this.readings.delete(lbId);
+    await acceptConfig({ haproxyCommand, userGroupFile, ownDir: this.baseDir }, this.files(lbId), amphoraId, text, runnable, () => {
+      config = readConfig(runnable);
+    });
+    if (config) this.readings.set(lbId, { runnable, config });
     this.stored.remember(lbId, text);
   }
 

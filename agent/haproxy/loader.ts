@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import { linkDurable, readTextIfExists, removeFile, renameDurable, stageFiles, type FileContent } from '../system/files.js';
 import type { AdmissionMethod } from './admission.js';
 import { writeApplied } from './applied.js';
-import { readConfig } from './config-reader.js';
+import type { ConfigInfo } from './config-reader.js';
 import { HaproxyFailedError } from './errors.js';
 import { memberKey } from './layout.js';
 import { workerCommand } from './master-cli.js';
@@ -46,8 +46,12 @@ export interface LoadReport {
   durationMs: number;
 }
 
-/** Load `runnableText` (the accepted config in this binary's syntax) for `inst`. */
-export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnableText: string): Promise<LoadReport> {
+/**
+ * Load `runnableText` (the accepted config in this binary's syntax) for
+ * `inst`. `config` is read from that text: protection edits it by the line
+ * numbers found there.
+ */
+export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnableText: string, config: ConfigInfo): Promise<LoadReport> {
   const started = Date.now();
   const { files, lbId } = inst;
   const before = await deps.supervisor.status(inst);
@@ -55,10 +59,7 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
   if (before.stopped) throw new HaproxyFailedError('reload', `haproxy's master (pid ${before.masterPid}) is stopped (SIGSTOP or a debugger); it can reload once it is continued (SIGCONT)`);
   const previousLive = await readTextIfExists(files.live);
   if (before.running && previousLive !== null && hasPeers(previousLive)) await awaitPeersLesson(deps, inst);
-  const dump = before.running ? await requestServerState(inst) : null;
-  // Protection edits the text haproxy loads: line numbers are those of the runnable text.
-  const config = readConfig(runnableText);
-  const running = dump ? await runningState(dump, inst, config.serverStateFile, deps.log) : null;
+  const running = before.running ? await runningState(inst, config.serverStateFile, deps.log) : null;
   // Members waiting in (CLI) maintenance for a first passing check would keep
   // that maintenance through the state file: they start again as new members.
   const pending = await deps.pending.keys(lbId);
@@ -143,29 +144,18 @@ async function reloadPrevious(deps: LoadDeps, inst: HaproxyInstance, failure: Ha
 }
 
 /**
- * `show servers state`, asked of the running worker. Resolves after giving
- * the socket a turn to connect and send the command, so haproxy writes its
- * answer while the config is read. The answer never rejects: it holds the
- * text or why there is none.
- */
-async function requestServerState(inst: HaproxyInstance): Promise<{ answer: Promise<string | Error> }> {
-  const answer = workerCommand(inst.files.masterSocket, 'show servers state', 10_000).then(
-    (text) => (/^1\s*$/m.test(text) ? text : new Error(text.trim() || 'empty answer')),
-    (err: Error) => err,
-  );
-  await new Promise((turn) => setImmediate(turn));
-  return { answer };
-}
-
-/**
  * What haproxy runs now, from its state dump right before the reload.
  * If the dump fails, fall back to the last state file so running members are
  * not mistaken for new ones (which would take them out of service).
  */
-async function runningState(dump: { answer: Promise<string | Error> }, inst: HaproxyInstance, stateFile: string | null, log: Logger): Promise<ServerStateDump> {
-  const text = await dump.answer;
-  if (!(text instanceof Error)) return parseServerState(text);
-  log.warn({ lbId: inst.lbId, err: String(text) }, 'cannot dump server state; using the last state file');
-  const saved = stateFile ? await readTextIfExists(stateFile) : null;
-  return saved ? parseServerState(saved) : { header: [], entries: [] };
+async function runningState(inst: HaproxyInstance, stateFile: string | null, log: Logger): Promise<ServerStateDump> {
+  try {
+    const text = await workerCommand(inst.files.masterSocket, 'show servers state', 10_000);
+    if (/^1\s*$/m.test(text)) return parseServerState(text);
+    throw new Error(text.trim() || 'empty answer');
+  } catch (err) {
+    log.warn({ lbId: inst.lbId, err: String(err) }, 'cannot dump server state; using the last state file');
+    const saved = stateFile ? await readTextIfExists(stateFile) : null;
+    return saved ? parseServerState(saved) : { header: [], entries: [] };
+  }
 }

@@ -35,24 +35,28 @@ export interface ProtectionPlan {
   warnings: string[];
 }
 
-const key = (backend: string, server: string) => `${backend}\u0000${server}`;
-
 export function planProtection(input: ProtectionInput): ProtectionPlan {
-  const runningByKey = new Map<string, ServerStateEntry>();
-  for (const e of input.running?.entries ?? []) runningByKey.set(key(e.backend, e.server), e);
+  // By backend, then by server: no key string made per member (10,000 of them on a reload).
+  const runningIn = new Map<string, Map<string, ServerStateEntry>>();
+  for (const e of input.running?.entries ?? []) {
+    let servers = runningIn.get(e.backend);
+    if (!servers) runningIn.set(e.backend, (servers = new Map()));
+    servers.set(e.server, e);
+  }
 
   const newMembers: ServerLine[] = [];
-  const replaced = new Set<string>();
+  const replaced = new Set<ServerStateEntry>();
   let method: AdmissionMethod | null = null;
   for (const backend of input.config.backends.values()) {
+    const running = runningIn.get(backend.name);
     for (const srv of backend.servers) {
+      const was = running?.get(srv.name);
+      if (was && sameEndpoint(was, srv.address)) continue;
       const admission = admit({ checked: srv.checked, initStateOnLine: srv.initStateOnLine, path: 'load', initStateAtStartup: input.initStateAtStartup });
       // Unchecked members are admitted at once; a line with init-state holds
       // itself down where the binary applies it at start-up.
       if (admission.method === 'none' || (admission.method === 'init-state' && srv.initStateOnLine)) continue;
-      const was = runningByKey.get(key(srv.backend, srv.name));
-      if (was && sameEndpoint(was, srv.address)) continue;
-      if (was) replaced.add(key(srv.backend, srv.name));
+      if (was) replaced.add(was);
       newMembers.push(srv);
       method = admission.method;
     }
@@ -60,9 +64,8 @@ export function planProtection(input: ProtectionInput): ProtectionPlan {
 
   // Running members keep their saved state; a member whose address changed is
   // a new endpoint, so its old line must not restore an UP state over it.
-  const kept = (input.running?.entries ?? [])
-    .filter((e) => !replaced.has(key(e.backend, e.server)))
-    .map((e) => e.raw);
+  const kept: string[] = [];
+  for (const e of input.running?.entries ?? []) if (!replaced.has(e)) kept.push(e.raw);
   const header = input.running?.header ?? [];
 
   if (input.protect === false || method === null) {

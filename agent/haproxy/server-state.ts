@@ -82,16 +82,21 @@ export function stoppedServerLine(backend: string, server: string, address: stri
 
 export function formatServerState(header: string[], lines: string[]): string {
   const head = header.length >= 2 ? header : [SERVER_STATE_VERSION, FIELD_NAMES];
-  return `${[...head, ...lines].join('\n')}\n`;
+  return lines.length === 0 ? `${head.join('\n')}\n` : `${head.join('\n')}\n${lines.join('\n')}\n`;
 }
 
 /** Split a haproxy server address (`10.0.0.1:80`, `[2001:db8::1]:80`, `2001:db8::1:80`) into host and port. */
 export function splitServerAddress(address: string): { host: string; port: string } {
-  const bare = address.replace(/^(ipv4@|ipv6@)/, '');
-  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(bare);
-  if (bracketed) return { host: bracketed[1]!, port: bracketed[2] ?? '' };
+  // Called for every member of a reload: no copy of the address unless it has a prefix or brackets.
+  const bare = address.startsWith('ipv4@') || address.startsWith('ipv6@') ? address.slice(5) : address;
+  if (bare.startsWith('[')) {
+    const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(bare);
+    if (bracketed) return { host: bracketed[1]!, port: bracketed[2] ?? '' };
+  }
   const idx = bare.lastIndexOf(':');
   if (idx < 0) return { host: bare, port: '' };
   const port = bare.slice(idx + 1);
-  return /^\d*$/.test(port) ? { host: bare.slice(0, idx), port } : { host: bare, port: '' };
+  return PORT.test(port) ? { host: bare.slice(0, idx), port } : { host: bare, port: '' };
 }
+
+const PORT = /^\d*$/;
