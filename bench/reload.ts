@@ -1,12 +1,18 @@
 // bench/reload: API 1.0's upload + reload, as Octavia's controller drives
-// it, with 1, 100, 1,000 and 10,000 members, next to its floor in the same
-// run: `haproxy -c` of the same file plus a plain reload of a haproxy started
-// from it (the master CLI's reload, done when the new worker answers, which
-// is where the agent's reload counts as done too). A config change that is
-// not a member change (the listener's connection limit) makes every round a
-// real reload. The agent's extra over the floor: HTTP and mutual TLS, the
-// file writes, the server state dump and the member protection.
-// Prints medians and the ratio agent / floor.
+// it, with 1, 100, 1,000 and 10,000 members, next to two floors in the same
+// run, each with its own haproxy started from the same config:
+//   floor        `haproxy -c` of the file plus a plain reload (the master
+//                CLI's reload, done when the new worker answers, which is
+//                where the agent's reload counts as done too);
+//   floor+state  the same with the server state saved to the config's
+//                server-state-file before the reload, as Octavia's own agent
+//                does before every reload: haproxy then also loads it, in
+//                -c and in the new worker.
+// A config change that is not a member change (the listener's connection
+// limit) makes every round a real reload. The agent's extra over the floors:
+// HTTP and mutual TLS, the config policy, the file writes, the member
+// protection (and over the first floor, the server state).
+// Prints medians and the ratios agent / floor.
 // Run: npm run bench:reload   (root; after test/rig/prepare.sh)
 //   BENCH_SIZES=1,100,1000,10000  BENCH_HAPROXY=2.6  BENCH_ROUNDS=7
 import https from 'node:https';
@@ -14,6 +20,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadBalancerFiles } from '../agent/haproxy/layout.js';
+import { workerCommand } from '../agent/haproxy/master-cli.js';
 import { DirectSupervisor } from '../agent/haproxy/process.js';
 import { renderLoadBalancer } from '../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../agent/render/settings.js';
@@ -47,8 +54,8 @@ function config(lbId: string, vip: string, port: number, members: number, limit:
 
 const net = createTestNetwork();
 try {
-  console.log(`bench/reload: median of ${ROUNDS} rounds; floor = haproxy -c + plain reload of the same file`);
-  console.log('haproxy        members   floor (-c + reload)   agent (upload + reload)   ratio');
+  console.log(`bench/reload: median of ${ROUNDS} rounds; floor = haproxy -c + plain reload of the same file; floor+state = floor + the server state saved first`);
+  console.log('haproxy        members        floor   floor+state   agent (upload + reload)   agent/floor   agent/floor+state');
   for (const h of HAPROXIES.filter((x) => !process.env.BENCH_HAPROXY || x.label.includes(process.env.BENCH_HAPROXY))) {
     const dir = await testDir('bench-reload');
     const agent = await startAgent(h, `${dir}/agent`, net.netns, 19963);
@@ -67,40 +74,43 @@ try {
         expect(202, await upload(agentConfig(1000)), 'upload');
         expect(202, await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${lbId}/start`, { connection }), 'start');
 
-        // The floor's haproxy: the same config, its own directory and port.
-        const floorDir = join(dir, `floor-${members}`);
-        mkdirSync(floorDir, { recursive: true });
-        const floor = { lbId, files: loadBalancerFiles(floorDir, lbId), peerName: 'floor' };
-        mkdirSync(floor.files.dir, { recursive: true });
-        const floorConfig = (limit: number) => config(lbId, net.nsIp, 8081, members, limit, floorDir, join(floorDir, 'certs'));
-        writeFileSync(floor.files.live, floorConfig(1000));
-        await supervisor.start(floor);
+        // The floors' haproxies: the same config, each its own directory and port.
+        const floors = await Promise.all([{ port: 8081, saveState: false }, { port: 8082, saveState: true }].map(async (f) => {
+          const floorDir = join(dir, `floor-${members}-${f.port}`);
+          mkdirSync(floorDir, { recursive: true });
+          const inst = { lbId, files: loadBalancerFiles(floorDir, lbId), peerName: 'floor' };
+          mkdirSync(inst.files.dir, { recursive: true });
+          const text = (limit: number) => config(lbId, net.nsIp, f.port, members, limit, floorDir, join(floorDir, 'certs'));
+          writeFileSync(inst.files.live, text(1000));
+          await supervisor.start(inst);
+          return { ...f, inst, text, ms: [] as number[] };
+        }));
 
         const agentMs: number[] = [];
-        const floorMs: number[] = [];
         for (let r = 1; r <= ROUNDS; r++) {
           const limit = 1000 + r;
-          writeFileSync(floor.files.live, floorConfig(limit));
-          let t = performance.now();
-          const check = await run([...h.command, '-c', '-q', '-f', floor.files.live, '-f', join(agent.basePath, 'haproxy-default-user-group.conf')]);
-          if (check.exitCode !== 0) throw new Error(check.output);
-          const checked = performance.now();
-          await supervisor.reload(floor, await supervisor.status(floor));
-          floorMs.push(performance.now() - t);
-          if (process.env.BENCH_DETAIL) console.log(`  floor: -c ${(checked - t).toFixed(0)} ms, reload ${(performance.now() - checked).toFixed(0)} ms`);
+          for (const floor of floors) {
+            writeFileSync(floor.inst.files.live, floor.text(limit));
+            const t = performance.now();
+            const check = await run([...h.command, '-c', '-q', '-f', floor.inst.files.live, '-f', join(agent.basePath, 'haproxy-default-user-group.conf')]);
+            if (check.exitCode !== 0) throw new Error(check.output);
+            if (floor.saveState) writeFileSync(join(floor.inst.files.dir, 'servers-state'), await workerCommand(floor.inst.files.masterSocket, 'show servers state'));
+            await supervisor.reload(floor.inst, await supervisor.status(floor.inst));
+            floor.ms.push(performance.now() - t);
+          }
 
           const text = agentConfig(limit);
-          t = performance.now();
+          const t = performance.now();
           expect(202, await upload(text), 'upload');
           const uploaded = performance.now();
           expect(202, await reload(), 'reload');
           agentMs.push(performance.now() - t);
-          if (process.env.BENCH_DETAIL) console.log(`  agent: upload ${(uploaded - t).toFixed(0)} ms, reload ${(performance.now() - uploaded).toFixed(0)} ms`);
+          if (process.env.BENCH_DETAIL) console.log(`  floors ${floors.map((f) => f.ms.at(-1)!.toFixed(0)).join(' / ')} ms; agent: upload ${(uploaded - t).toFixed(0)} ms, reload ${(performance.now() - uploaded).toFixed(0)} ms`);
         }
-        const f = median(floorMs);
+        const [plain, saved] = floors.map((f) => median(f.ms));
         const a = median(agentMs);
-        console.log(`${h.label.padEnd(14)} ${String(members).padStart(7)}   ${f.toFixed(1).padStart(16)} ms   ${a.toFixed(1).padStart(20)} ms   ${(a / f).toFixed(2)}x`);
-        await supervisor.stop(floor);
+        console.log(`${h.label.padEnd(14)} ${String(members).padStart(7)}   ${plain!.toFixed(1).padStart(7)} ms   ${saved!.toFixed(1).padStart(8)} ms   ${a.toFixed(1).padStart(20)} ms   ${(a / plain!).toFixed(2).padStart(10)}x   ${(a / saved!).toFixed(2).padStart(16)}x`);
+        for (const f of floors) await supervisor.stop(f.inst);
         await apiRequest(agent, 'DELETE', `/1.0/loadbalancer/${lbId}/haproxy`, { connection });
       }
     } finally {
