@@ -128,6 +128,8 @@ export class HaproxyEngine {
    * load then reads no config of its own.
    */
   private readonly readings = new Map<string, { runnable: string; config: ConfigInfo }>();
+  /** Per load balancer, the bind addresses of the config this process last loaded. */
+  private readonly binds = new Map<string, string[]>();
 
   constructor(private readonly opts: EngineOptions) {
     this.baseDir = resolve(opts.baseDir);
@@ -307,6 +309,7 @@ export class HaproxyEngine {
       this.planner.forget(lbId);
       this.asIs.delete(lbId);
       this.readings.delete(lbId);
+      this.binds.delete(lbId);
       this.restartBackoff.forget(lbId);
       await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
       await removeTree(files.dir);
@@ -334,6 +337,15 @@ export class HaproxyEngine {
    */
   async stats(lbId: string): Promise<StatRow[]> {
     return this.pending.reported(lbId, parseShowStat(await showStat(statsSocket(this.baseDir, lbId))));
+  }
+
+  /**
+   * The addresses haproxy binds for this load balancer: those of the config
+   * this process last loaded (a member change binds nothing new), else read
+   * from the accepted config.
+   */
+  async bindAddresses(lbId: string): Promise<string[]> {
+    return this.binds.get(lbId) ?? readConfig((await this.acceptedConfig(lbId)) ?? '').frontends.flatMap((f) => f.bindAddresses);
   }
 
   /** The accepted config (held by a member call, or as stored), or null. */
@@ -476,6 +488,7 @@ export class HaproxyEngine {
       ...(this.opts.beforeBind ? { beforeBind: this.opts.beforeBind } : {}),
     }, inst, runnable, reading?.runnable === runnable ? reading.config : readConfig(runnable));
     this.planner.ran(inst.lbId, text);
+    this.binds.set(inst.lbId, report.bindAddresses);
     return report;
   }
 

@@ -43,6 +43,8 @@ export interface LoadReport {
   method: AdmissionMethod | null;
   warnings: string[];
   workerPid: number | null;
+  /** The addresses of the config's bind lines (for address announcements). */
+  bindAddresses: string[];
   durationMs: number;
 }
 
@@ -87,7 +89,8 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
   }
   staged.commit();
 
-  await deps.beforeBind?.(config.frontends.flatMap((f) => f.bindAddresses));
+  const bindAddresses = config.frontends.flatMap((f) => f.bindAddresses);
+  await deps.beforeBind?.(bindAddresses);
   let after: HaproxyStatus;
   try {
     after = before.running ? await deps.supervisor.reload(inst, before) : await deps.supervisor.start(inst);
@@ -109,6 +112,7 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
     method: plan.method,
     warnings: plan.warnings,
     workerPid: after.workerPid,
+    bindAddresses,
     durationMs: Date.now() - started,
   };
   deps.log.info({ lbId, ...report }, `haproxy ${report.outcome}`);

@@ -6,7 +6,6 @@
 // later do the same after an LVS (UDP/SCTP) listener starts.
 import type { ConfigStore } from '../config/store.js';
 import type { HaproxyEngine } from '../haproxy/engine.js';
-import { readConfig } from '../haproxy/config-reader.js';
 import { statsSocket } from '../haproxy/layout.js';
 import { lvsInstance, lvsListenerIds, lvsVirtualAddresses, updateHaproxyCheckScript } from '../keepalived/service.js';
 import type { Logger } from '../log.js';
@@ -30,8 +29,8 @@ export async function afterHaproxyChange(deps: AnnounceDeps, lbId: string, runni
     const netns = c.amphoraAgent.networkNamespace;
     // After the caller has answered, not awaited: nobody waits for the
     // announcement (failures are logged by announceAddresses), arping waits a
-    // second for replies, and reading the config and starting a process
-    // (a fork) take the event loop for a while at 10,000 members.
+    // second for replies, and starting a process (a fork) takes the event
+    // loop for a while.
     setImmediate(() => {
       announceBinds(deps, lbId, netns).catch((err: Error) => deps.log.warn({ lbId, err: err.message }, 'address announcement failed'));
     });
@@ -39,8 +38,7 @@ export async function afterHaproxyChange(deps: AnnounceDeps, lbId: string, runni
 }
 
 async function announceBinds(deps: AnnounceDeps, lbId: string, netns: string): Promise<void> {
-  const binds = readConfig((await deps.engine.acceptedConfig(lbId)) ?? '').frontends.flatMap((f) => f.bindAddresses);
-  await announceAddresses(netns, binds, deps.log);
+  await announceAddresses(netns, await deps.engine.bindAddresses(lbId), deps.log);
 }
 
 /**
