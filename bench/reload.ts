@@ -19,6 +19,7 @@ import https from 'node:https';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { readConfig } from '../agent/haproxy/config-reader.js';
 import { loadBalancerFiles } from '../agent/haproxy/layout.js';
 import { workerCommand } from '../agent/haproxy/master-cli.js';
 import { DirectSupervisor } from '../agent/haproxy/process.js';
@@ -83,7 +84,7 @@ try {
           const text = (limit: number) => config(lbId, net.nsIp, f.port, members, limit, floorDir, join(floorDir, 'certs'));
           writeFileSync(inst.files.live, text(1000));
           await supervisor.start(inst);
-          return { ...f, inst, text, ms: [] as number[] };
+          return { ...f, inst, text, stateFile: readConfig(text(1000)).serverStateFile!, ms: [] as number[] };
         }));
 
         const agentMs: number[] = [];
@@ -94,7 +95,7 @@ try {
             const t = performance.now();
             const check = await run([...h.command, '-c', '-q', '-f', floor.inst.files.live, '-f', join(agent.basePath, 'haproxy-default-user-group.conf')]);
             if (check.exitCode !== 0) throw new Error(check.output);
-            if (floor.saveState) writeFileSync(join(floor.inst.files.dir, 'servers-state'), await workerCommand(floor.inst.files.masterSocket, 'show servers state'));
+            if (floor.saveState) writeFileSync(floor.stateFile, await workerCommand(floor.inst.files.masterSocket, 'show servers state'));
             await supervisor.reload(floor.inst, await supervisor.status(floor.inst));
             floor.ms.push(performance.now() - t);
           }
