@@ -159,7 +159,7 @@ OCTAVIAS.forEach((octavia, i) => {
   };
   const statusesSatisfy = (what: string, ok: (s: Statuses) => boolean, ms = 10_000) =>
     waitFor(what, async () => {
-      const s = await hm.status([M.up, M.fail, M.admin, M.drain, M.fresh]);
+      const s = await hm.status([M.up, M.fail, M.admin, M.drain, M.fresh, ...p2.members.map((m) => m.id)]);
       return ok(s) ? s : null;
     }, ms, 100) as Promise<Statuses>;
 
@@ -202,7 +202,9 @@ OCTAVIAS.forEach((octavia, i) => {
   });
 
   t('healthy: members UP are ONLINE, and so are the listeners, the pools and the load balancer', async () => {
-    const s = await statusesSatisfy('members ONLINE', (x) => x.members[M.up] === 'ONLINE' && x.members[M.fail] === 'ONLINE' && x.loadbalancer === 'ONLINE');
+    // Every member starts DOWN until its first check passes, each on its own timer: wait for all of them.
+    const online = [M.up, M.fail, ...p2.members.map((m) => m.id)];
+    const s = await statusesSatisfy('members ONLINE', (x) => online.every((id) => x.members[id] === 'ONLINE') && x.loadbalancer === 'ONLINE');
     assert.equal(s.listeners, { [L1]: 'ONLINE', [L2]: 'ONLINE' });
     assert.equal(s.pools, { [P1]: 'ONLINE', [P2]: 'ONLINE' });
     const last = hm.processed.at(-1)!;
