@@ -5,7 +5,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loud } from '../helpers/hooks.js';
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
@@ -18,6 +19,7 @@ import { workerCommand } from '../../agent/haproxy/master-cli.js';
 import { HaproxyFailedError, InvalidConfigError } from '../../agent/haproxy/errors.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
 import { restartDead } from '../../agent/haproxy/watchdog.js';
+import { probeHaproxy } from '../../agent/haproxy/capabilities.js';
 import { rootLogger } from '../../agent/log.js';
 
 const PORTS = testPorts('failures');
@@ -179,7 +181,18 @@ HAPROXIES.forEach((h, hIndex) => {
     const report = await applyConfig(restarted, lbId, 'amp', config(999));
     assert.is(report.outcome, 'reloaded');
     assert.is(await runningGeneration(restarted, lbId), 999);
+    // A kill may land while an agent probes haproxy: the next start's probe stops the orphan.
+    // (This process probed once already and keeps the answer, so probe as a new agent would.)
+    const probeDir = join(dir, '.probe');
+    await probeHaproxy(h.command, probeDir);
+    assert.equal(await processesMentioning(probeDir), [], 'a probe haproxy outlived its agent');
     await sleep(300);
+  }
+
+  async function processesMentioning(path: string): Promise<number[]> {
+    const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
+    const cmdlines = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
+    return pids.filter((_, k) => cmdlines[k]!.includes(path)).map(Number);
   }
 
   t('a haproxy that dies is started again by the watchdog; one stopped on purpose stays down', async () => {
