@@ -4,6 +4,7 @@
 // added or removed, its weight, its admin state. Anything else (an address,
 // check options, backup, a new backend) needs a reload. Pure.
 import { admit, HOLD_DOWN, type Admission } from './admission.js';
+import { changedRegion } from './changed-region.js';
 import { readConfig, tokenizeLine, type ServerLine } from './config-reader.js';
 import { memberKey } from './layout.js';
 
@@ -51,10 +52,13 @@ function serverName(line: string): string | null {
   return end < 0 ? null : name.slice(0, end);
 }
 
-/** The backend line `at` is in (null: another section or none), from the section line above it. */
-function backendAt(lines: string[], at: number): string | null {
-  for (let n = at - 1; n >= 0; n--) {
-    const line = lines[n]!;
+/** The backend the line at offset `at` is in (null: another section or none), from the section line above it. */
+function backendAbove(text: string, at: number): string | null {
+  let end = at - 1; // the '\n' ending the line above
+  while (end > 0) {
+    const begin = text.lastIndexOf('\n', end - 1) + 1;
+    const line = text.slice(begin, end);
+    end = begin - 1;
     if (line.trim() === '' || !/^\S/.test(line)) continue;
     const words = line.trim().split(/\s+/);
     return words[0] === 'backend' ? words[1] ?? null : null;
@@ -86,24 +90,16 @@ function skeleton(lines: string[], backend: string | null): Skeleton {
 }
 
 /**
- * The skeletons of the lines where two configs differ. Lines equal at the
- * start and at the end of both add the same to either skeleton, so only the
- * middle is read: a change touches a few lines of a config with thousands.
- * If the middles' other lines are equal, so are their section lines, and
- * the common end's servers stay in the same backends.
+ * The skeletons of the lines where two configs differ (changed-region.ts).
+ * If the changed lines other than server lines are equal, so are their
+ * section lines, and the common end's servers stay in the same backends.
  */
 function changedSkeletons(beforeText: string, afterText: string): { before: Skeleton; after: Skeleton } {
-  const b = beforeText.split('\n');
-  const a = afterText.split('\n');
-  const shorter = Math.min(a.length, b.length);
-  let start = 0;
-  while (start < shorter && a[start] === b[start]) start++;
-  let end = 0;
-  while (end < shorter - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++;
-  const backend = backendAt(a, start);
+  const { start, beforeEnd, afterEnd } = changedRegion(beforeText, afterText);
+  const backend = backendAbove(afterText, start);
   return {
-    before: skeleton(b.slice(start, b.length - end), backend),
-    after: skeleton(a.slice(start, a.length - end), backend),
+    before: skeleton(beforeText.slice(start, beforeEnd).split('\n'), backend),
+    after: skeleton(afterText.slice(start, afterEnd).split('\n'), backend),
   };
 }
 
