@@ -20,7 +20,6 @@ import type { PendingMembers } from './pending.js';
 import { hasPeers, waitForPeersLesson } from './peers-resync.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
 import { planProtection } from './protection.js';
-import { parseServerState, type ServerStateDump } from './server-state.js';
 
 export interface LoadDeps {
   supervisor: HaproxySupervisor;
@@ -56,16 +55,17 @@ export interface LoadReport {
 export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnableText: string, config: ConfigInfo): Promise<LoadReport> {
   const started = Date.now();
   const { files, lbId } = inst;
-  const before = await deps.supervisor.status(inst);
+  const [before, previousLive] = await Promise.all([deps.supervisor.status(inst), readTextIfExists(files.live)]);
   // Nothing is written: a stopped master would take neither a reload nor a runtime command.
   if (before.stopped) throw new HaproxyFailedError('reload', `haproxy's master (pid ${before.masterPid}) is stopped (SIGSTOP or a debugger); it can reload once it is continued (SIGCONT)`);
-  const previousLive = await readTextIfExists(files.live);
   if (before.running && previousLive !== null && hasPeers(previousLive)) await awaitPeersLesson(deps, inst);
-  const running = before.running ? await runningState(inst, config.serverStateFile, deps.log) : null;
-  // Members waiting in (CLI) maintenance for a first passing check would keep
-  // that maintenance through the state file: they start again as new members.
-  const pending = await deps.pending.keys(lbId);
-  if (running && pending.size > 0) running.entries = running.entries.filter((e) => !pending.has(memberKey(e.backend, e.server)));
+  const running = before.running ? {
+    state: await runningState(inst, config.serverStateFile, deps.log),
+    config: previousLive,
+    // Members waiting in (CLI) maintenance for a first passing check would keep
+    // that maintenance through the state file: they start again as new members.
+    readmit: await deps.pending.keys(lbId),
+  } : null;
   const plan = planProtection({
     configText: runnableText, config, running, initStateAtStartup: deps.initStateAtStartup, protect: deps.protect,
   });
@@ -152,14 +152,13 @@ async function reloadPrevious(deps: LoadDeps, inst: HaproxyInstance, failure: Ha
  * If the dump fails, fall back to the last state file so running members are
  * not mistaken for new ones (which would take them out of service).
  */
-async function runningState(inst: HaproxyInstance, stateFile: string | null, log: Logger): Promise<ServerStateDump> {
+async function runningState(inst: HaproxyInstance, stateFile: string | null, log: Logger): Promise<string> {
   try {
     const text = await workerCommand(inst.files.masterSocket, 'show servers state', 10_000);
-    if (/^1\s*$/m.test(text)) return parseServerState(text);
+    if (/^1\s*$/m.test(text)) return text;
     throw new Error(text.trim() || 'empty answer');
   } catch (err) {
     log.warn({ lbId: inst.lbId, err: String(err) }, 'cannot dump server state; using the last state file');
-    const saved = stateFile ? await readTextIfExists(stateFile) : null;
-    return saved ? parseServerState(saved) : { header: [], entries: [] };
+    return (stateFile ? await readTextIfExists(stateFile) : null) ?? '';
   }
 }

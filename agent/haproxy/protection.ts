@@ -7,15 +7,26 @@ import { admit, HOLD_DOWN, type AdmissionMethod } from './admission.js';
 import type { ConfigInfo, ServerLine } from './config-reader.js';
 import { memberKey } from './layout.js';
 import {
-  formatServerState, splitServerAddress, stoppedServerLine,
+  formatServerState, parseServerState, splitServerAddress, stateLineCount, stoppedServerLine,
   type ServerStateDump, type ServerStateEntry,
 } from './server-state.js';
+import { changedRegion } from './changed-region.js';
+
+/** What haproxy runs now. */
+export interface RunningHaproxy {
+  /** Its `show servers state` dump right before the load (the last state file when the dump failed). */
+  state: string;
+  /** The config it runs (the live config); null when not known. */
+  config: string | null;
+  /** Members it runs that are admitted again as new ("backend/server"): runtime additions still waiting for a first check. */
+  readmit: ReadonlySet<string>;
+}
 
 export interface ProtectionInput {
   configText: string;
   config: ConfigInfo;
-  /** What haproxy runs now; null when it is not running (a fresh start). */
-  running: ServerStateDump | null;
+  /** null when haproxy is not running (a fresh start). */
+  running: RunningHaproxy | null;
   /** The haproxy binary applies `init-state fully-down` at start-up (probed). */
   initStateAtStartup: boolean;
   /** False switches protection off (only to prove that tests can fail); default true. */
@@ -36,9 +47,13 @@ export interface ProtectionPlan {
 }
 
 export function planProtection(input: ProtectionInput): ProtectionPlan {
+  if (input.running && sameMembers(input.running, input.configText, input.config)) {
+    return { newMembers: [], effectiveConfig: input.configText, stateFile: `${input.running.state.trimEnd()}\n`, method: null, warnings: [] };
+  }
+  const dump = runningDump(input.running);
   // By backend, then by server: no key string made per member (10,000 of them on a reload).
   const runningIn = new Map<string, Map<string, ServerStateEntry>>();
-  for (const e of input.running?.entries ?? []) {
+  for (const e of dump?.entries ?? []) {
     let servers = runningIn.get(e.backend);
     if (!servers) runningIn.set(e.backend, (servers = new Map()));
     servers.set(e.server, e);
@@ -65,8 +80,8 @@ export function planProtection(input: ProtectionInput): ProtectionPlan {
   // Running members keep their saved state; a member whose address changed is
   // a new endpoint, so its old line must not restore an UP state over it.
   const kept: string[] = [];
-  for (const e of input.running?.entries ?? []) if (!replaced.has(e)) kept.push(e.raw);
-  const header = input.running?.header ?? [];
+  for (const e of dump?.entries ?? []) if (!replaced.has(e)) kept.push(e.raw);
+  const header = dump?.header ?? [];
 
   if (input.protect === false || method === null) {
     return { newMembers: [], effectiveConfig: input.configText, stateFile: formatServerState(header, kept), method: null, warnings: [] };
@@ -96,6 +111,33 @@ export function planProtection(input: ProtectionInput): ProtectionPlan {
     seeds.push(stoppedServerLine(srv.backend, srv.name, host, port));
   }
   return { newMembers, effectiveConfig: input.configText, stateFile: formatServerState(header, [...kept, ...seeds]), method, warnings };
+}
+
+/**
+ * Configs whose lines differ nowhere near a server, backend or defaults
+ * section line keep the same members (the live config is what haproxy runs:
+ * recovery.ts): every member runs, and haproxy's dump is the state file as
+ * it is, with no parse and no matching (at 10,000 members most of the
+ * protection's cost). The dump's server count must agree too.
+ */
+function sameMembers(running: RunningHaproxy, configText: string, config: ConfigInfo): boolean {
+  if (running.config === null || running.readmit.size > 0) return false;
+  const { start, beforeEnd, afterEnd } = changedRegion(running.config, configText);
+  if (MEMBERSHIP.test(running.config.slice(start, beforeEnd)) || MEMBERSHIP.test(configText.slice(start, afterEnd))) return false;
+  let servers = 0;
+  for (const b of config.backends.values()) servers += b.servers.length;
+  return stateLineCount(running.state) === servers;
+}
+
+/** Lines whose change may change who the members are or how their state loads. */
+const MEMBERSHIP = /server|^\s*(?:backend|listen|defaults)\b/m;
+
+/** The running servers, less those admitted again. */
+function runningDump(running: RunningHaproxy | null): ServerStateDump | null {
+  if (!running) return null;
+  const dump = parseServerState(running.state);
+  if (running.readmit.size > 0) dump.entries = dump.entries.filter((e) => !running.readmit.has(memberKey(e.backend, e.server)));
+  return dump;
 }
 
 function sameEndpoint(entry: ServerStateEntry, address: string): boolean {

@@ -67,6 +67,21 @@ export function parseServerState(text: string): ServerStateDump {
   return { header, entries };
 }
 
+/** The number of server lines in a dump or state file, without parsing them. */
+export function stateLineCount(text: string): number {
+  let count = 0;
+  for (let at = 0; at < text.length; ) {
+    let end = text.indexOf('\n', at);
+    if (end < 0) end = text.length;
+    // A server line starts with its backend's id, then more fields; the version line is one number.
+    const first = text.charCodeAt(at);
+    const space = text.indexOf(' ', at);
+    if (first >= 48 && first <= 57 && space >= 0 && space < end) count++;
+    at = end + 1;
+  }
+  return count;
+}
+
 /** A state line that makes haproxy start this server stopped, with zero check health. */
 export function stoppedServerLine(backend: string, server: string, address: string, port: string): string {
   // IDs 0 and not forced: haproxy then matches the backend and server by name.

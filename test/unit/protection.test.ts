@@ -26,8 +26,11 @@ const DUMP = [
   '',
 ].join('\n');
 
+/** haproxy running with `state`; its config not known unless given. */
+const runningOn = (state: string, config: string | null = null, readmit: string[] = []) => ({ state, config, readmit: new Set(readmit) });
+
 test('init-state: only new checked members get init-state fully-down, before the comment', () => {
-  const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), initStateAtStartup: true });
+  const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: runningOn(DUMP), initStateAtStartup: true });
   assert.equal(plan.newMembers.map((m) => `${m.backend}/${m.name}`), ['pool/new', 'nostate/n']);
   const lines = plan.effectiveConfig.split('\n');
   assert.is(lines[4], '    server old 10.0.0.1:80 check inter 1s # running');
@@ -37,7 +40,7 @@ test('init-state: only new checked members get init-state fully-down, before the
 });
 
 test('state-file: new members are seeded stopped; backends without state loading get a warning', () => {
-  const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), initStateAtStartup: false });
+  const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: runningOn(DUMP), initStateAtStartup: false });
   assert.is(plan.effectiveConfig, CONFIG);
   const state = parseServerState(plan.stateFile);
   const byName = new Map(state.entries.map((e) => [`${e.backend}/${e.server}`, e]));
@@ -51,19 +54,19 @@ test('state-file: new members are seeded stopped; backends without state loading
 
 test('a new line already carrying init-state is seeded stopped when the binary does not apply it at start-up', () => {
   const carried = CONFIG.replace('server new 10.0.0.2:80 check inter 1s', 'server new 10.0.0.2:80 check inter 1s init-state fully-down');
-  const withoutFix = planProtection({ configText: carried, config: readConfig(carried), running: parseServerState(DUMP), initStateAtStartup: false });
+  const withoutFix = planProtection({ configText: carried, config: readConfig(carried), running: runningOn(DUMP), initStateAtStartup: false });
   assert.is(withoutFix.method, 'state-file');
   assert.is(withoutFix.effectiveConfig, carried, 'the line is loaded as written');
   const seeded = new Map(parseServerState(withoutFix.stateFile).entries.map((e) => [`${e.backend}/${e.server}`, e]));
   assert.is(seeded.get('pool/new')?.opState, 0, 'seeded stopped: the keyword alone does not hold it down at start-up');
-  const withFix = planProtection({ configText: carried, config: readConfig(carried), running: parseServerState(DUMP), initStateAtStartup: true });
+  const withFix = planProtection({ configText: carried, config: readConfig(carried), running: runningOn(DUMP), initStateAtStartup: true });
   assert.is(withFix.effectiveConfig.split('\n')[5], '    server new 10.0.0.2:80 check inter 1s init-state fully-down', 'init-state is not written twice');
   assert.not.ok(withFix.stateFile.includes(' new 10.0.0.2 '), 'the line holds itself down: no seed');
 });
 
 test('a member whose address changed is new, and its old UP line is dropped', () => {
   const moved = CONFIG.replace('server old 10.0.0.1:80', 'server old 10.0.0.7:80');
-  const plan = planProtection({ configText: moved, config: readConfig(moved), running: parseServerState(DUMP), initStateAtStartup: true });
+  const plan = planProtection({ configText: moved, config: readConfig(moved), running: runningOn(DUMP), initStateAtStartup: true });
   assert.ok(plan.newMembers.some((m) => m.name === 'old'));
   assert.not.ok(plan.stateFile.includes(' old 10.0.0.1 '));
 });
@@ -71,9 +74,38 @@ test('a member whose address changed is new, and its old UP line is dropped', ()
 test('fresh start: every checked member is new; protection off changes nothing', () => {
   const fresh = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: null, initStateAtStartup: false });
   assert.equal(fresh.newMembers.map((m) => m.name), ['old', 'new', 'n']);
-  const off = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: parseServerState(DUMP), initStateAtStartup: false, protect: false });
+  const off = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: runningOn(DUMP), initStateAtStartup: false, protect: false });
   assert.equal(off.newMembers, []);
   assert.is(off.effectiveConfig, CONFIG);
+});
+
+// The config haproxy runs in the same-members cases: every member runs.
+const RUNNING_ALL = DUMP.replace('3 pool 9 gone 10.0.0.9', '3 pool 2 new 10.0.0.2')
+  .replace('\n\n', '\n').replace(/\n$/, '\n4 unchecked 1 u 10.0.0.3 2 0 1 1 9 1 0 0 0 0 0 0 - 80 - 0 0 - - 0\n5 nostate 1 n 10.0.0.4 2 0 1 1 9 15 3 4 6 0 0 0 - 80 - 0 0 - - 0\n');
+
+test('same members (a change away from every server line): the dump is the state file, nothing is held down', () => {
+  const next = CONFIG.replace('global', 'global\n    maxconn 5000');
+  for (const initStateAtStartup of [true, false]) {
+    const plan = planProtection({ configText: next, config: readConfig(next), running: runningOn(`${RUNNING_ALL}\n`, CONFIG), initStateAtStartup });
+    assert.equal(plan.newMembers, []);
+    assert.is(plan.effectiveConfig, next);
+    assert.is(plan.stateFile, RUNNING_ALL);
+  }
+});
+
+test('same members is not taken on trust: a changed server line, section line, readmitted member or missing dump line reads the dump', () => {
+  const plan = (next: string, running: ReturnType<typeof runningOn>) =>
+    planProtection({ configText: next, config: readConfig(next), running, initStateAtStartup: false });
+  // Each case passes every other check: only the one named tells that a member is new.
+  const weighted = CONFIG.replace('server new 10.0.0.2:80 check inter 1s', 'server new 10.0.0.2:80 check inter 1s weight 5');
+  const swapped = RUNNING_ALL.replace('3 pool 2 new 10.0.0.2', '3 pool 2 other 10.0.0.8');
+  assert.equal(plan(weighted, runningOn(swapped, CONFIG)).newMembers.map((m) => m.name), ['new'], 'a changed server line');
+  const lacking = RUNNING_ALL.replace(/^3 pool 2 new .*\n/m, '');
+  const renamed = CONFIG.replace('backend nostate', 'backend other');
+  assert.equal(plan(renamed, runningOn(RUNNING_ALL, CONFIG)).newMembers.map((m) => m.name), ['n'], 'a renamed backend: its members are new');
+  assert.equal(plan(CONFIG, runningOn(RUNNING_ALL, CONFIG, ['pool/new'])).newMembers.map((m) => m.name), ['new'], 'a readmitted member');
+  assert.equal(plan(CONFIG, runningOn(lacking, CONFIG)).newMembers.map((m) => m.name), ['new'], 'haproxy lacks a member the live config has');
+  assert.equal(plan(CONFIG, runningOn(RUNNING_ALL, null)).newMembers, [], 'no live config: read from the dump');
 });
 
 test('server addresses split into host and port for all haproxy forms', () => {
