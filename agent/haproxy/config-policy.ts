@@ -107,6 +107,19 @@ const REFUSED_PREFIXES: [string, string][] = [
 
 /** Keywords of bind/server lines whose next word is a certificate, key, CA or CRL file. */
 const CERT_FILE_OPTIONS = new Set(['crt', 'crt-list', 'ca-file', 'crl-file', 'ca-verify-file', 'ca-sign-file', 'key', 'ocsp', 'issuer', 'sctl']);
+/**
+ * A member's server line that nothing below refuses, told by one regex test
+ * instead of a tokenized read (most of a 10,000-member config, and most of
+ * the policy's time): plain words only, no quote, escape, comment, `$`, `(`,
+ * `/` or `@`, an address of hex digits, dots, colons and brackets, and no
+ * word that names a file (CERT_FILE_OPTIONS, `-f`) or starts external checks.
+ * Anything else takes the full read.
+ */
+export const PLAIN_SERVER_LINE = new RegExp(
+  `^[ \\t]+server[ \\t]+[\\w.:-]+[ \\t]+[0-9A-Fa-f.:\\[\\]]+` +
+  `(?:[ \\t]+(?!(?:${[...CERT_FILE_OPTIONS, '-f', 'external-check'].join('|')})(?:[ \\t]|$))[\\w.:%-]+)*[ \\t]*$`,
+);
+
 /** Keywords of return/deny/tarpit/http-error actions whose next word is a file served as the response. */
 const RESPONSE_FILE_OPTIONS = new Set(['errorfile', 'file', 'lf-file']);
 /** Filters that read no configuration file and talk to no agent. */
@@ -182,6 +195,7 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
 
   for (const raw of text.split('\n')) {
     line++;
+    if (PLAIN_SERVER_LINE.test(raw)) continue;
     const words = tokenizeLine(raw).words;
     if (words.length === 0) continue;
     const kw = words[0]!;

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkConfigPolicy, insideDirs, type PolicyContext } from '../../agent/haproxy/config-policy.js';
+import { checkConfigPolicy, insideDirs, PLAIN_SERVER_LINE, type PolicyContext } from '../../agent/haproxy/config-policy.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type RenderSettings } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';
@@ -236,6 +236,32 @@ test('2.0 specs: the advisory newlines are refused by the schema; printable tric
     const cfg = renderLoadBalancer(validateSpec(spec(v, `https://x.test/${v.replace(/ /g, '')}`)), DEFAULT_RENDER_SETTINGS, { initStateAtStartup: false }).haproxyConfig!;
     assert.equal(checkConfigPolicy(cfg, { ...CTX, lbId: 'lb-tricks' }), [], `${v}:\n${cfg}`);
   }
+});
+
+test('a plain server line skips the full read only where the full read refuses nothing', () => {
+  // A trailing comment changes nothing haproxy reads but forces the full read.
+  const cfg = (line: string) => `global\n    insecure-fork-wanted\nbackend b\n${line}\n`;
+  const words = [
+    'weight', '1', 'check', 'inter', '5s', 'backup', 'disabled', 'verify', 'none', 'ssl', 'sni', 'ssl_fc_sni',
+    ...['crt', 'crt-list', 'ca-file', 'crl-file', 'key', 'ocsp', 'issuer', 'sctl', 'ca-verify-file', 'ca-sign-file'],
+    '-f', 'external-check', 'CRT', 'crtx', 'x-f', `${CERTS}/c.pem`, '/etc/passwd', 'map(/etc/x)', '"$HOME"', '$HOME',
+    "'q'", 'a\\ b', 'unix@/x', 'abns@x', 'fd@1', 'agent-check', 'addr', '10.0.0.9', '%ci',
+  ];
+  const addresses = ['10.0.0.1:80', '[2001:db8::1]:80', '2001:db8::1:80', '/run/x.sock', 'unix@/x', 'fd@1', 'ipv4@10.0.0.1:80', 'abc:80'];
+  let seed = 11;
+  const pick = <T>(xs: T[]): T => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return xs[seed % xs.length]!;
+  };
+  let plain = 0;
+  for (let i = 0; i < 4000; i++) {
+    const n = pick([0, 1, 2, 3, 5, 8]);
+    const line = `    server ${pick(['m1', 'a-b.c', 'x$y'])} ${pick(addresses)} ${Array.from({ length: n }, () => pick(words)).join(' ')}`.trimEnd();
+    if (PLAIN_SERVER_LINE.test(line)) plain++;
+    assert.equal(refused(cfg(line)), refused(cfg(`${line} # full read`)), line);
+  }
+  assert.ok(plain > 400 && plain < 3600, `plain lines: ${plain} of 4000`);
+  assert.ok(PLAIN_SERVER_LINE.test('    server 6b0b8a86-aa41-4c3b-8d8a-2b9d7f9e2c0d 10.0.1.5:8080 weight 1 check inter 5s fall 3 rise 2'), 'an Octavia member line is plain');
 });
 
 test.run();
