@@ -50,7 +50,7 @@ export interface ConfigInfo {
   serverStateFile: string | null;
 }
 
-const SECTION_KEYWORDS = new Set([
+export const SECTION_KEYWORDS = new Set([
   'global', 'defaults', 'frontend', 'backend', 'listen', 'peers', 'userlist', 'resolvers',
   'mailers', 'program', 'http-errors', 'ring', 'cache', 'crt-store', 'traces', 'log-forward',
   'fcgi-app', 'dynamic-update', 'acme',

@@ -4,7 +4,7 @@
 // state across the reload. Pure: the config about to be loaded and what
 // haproxy runs now in, the files to write out.
 import { admit, HOLD_DOWN, type AdmissionMethod } from './admission.js';
-import type { ConfigInfo, ServerLine } from './config-reader.js';
+import { SECTION_KEYWORDS, type ConfigInfo, type ServerLine } from './config-reader.js';
 import { memberKey } from './layout.js';
 import {
   formatServerState, parseServerState, splitServerAddress, stateLineCount, stoppedServerLine,
@@ -114,23 +114,28 @@ export function planProtection(input: ProtectionInput): ProtectionPlan {
 }
 
 /**
- * Configs whose lines differ nowhere near a server, backend or defaults
- * section line keep the same members (the live config is what haproxy runs:
- * recovery.ts): every member runs, and haproxy's dump is the state file as
- * it is, with no parse and no matching (at 10,000 members most of the
- * protection's cost). The dump's server count must agree too.
+ * Configs whose server and section lines are the same keep the same members
+ * (the live config is what haproxy runs: recovery.ts): every member runs,
+ * and haproxy's dump is the state file as it is, with no parse and no
+ * matching (at 10,000 members most of the protection's cost). Only the
+ * changed lines are compared (changed-region.ts); the dump's server count
+ * must agree with the config's too.
  */
 function sameMembers(running: RunningHaproxy, configText: string, config: ConfigInfo): boolean {
   if (running.config === null || running.readmit.size > 0) return false;
   const { start, beforeEnd, afterEnd } = changedRegion(running.config, configText);
-  if (MEMBERSHIP.test(running.config.slice(start, beforeEnd)) || MEMBERSHIP.test(configText.slice(start, afterEnd))) return false;
+  if (membershipLines(running.config.slice(start, beforeEnd)) !== membershipLines(configText.slice(start, afterEnd))) return false;
   let servers = 0;
   for (const b of config.backends.values()) servers += b.servers.length;
   return stateLineCount(running.state) === servers;
 }
 
-/** Lines whose change may change who the members are or how their state loads. */
-const MEMBERSHIP = /server|^\s*(?:backend|listen|defaults)\b/m;
+/** Lines that say who the members are and where: any mentioning a server, and section lines. */
+const MEMBERSHIP = new RegExp(`server|^\\s*(?:${[...SECTION_KEYWORDS].join('|')})(?:\\s|$)`);
+
+function membershipLines(text: string): string {
+  return text.split('\n').filter((line) => MEMBERSHIP.test(line)).join('\n');
+}
 
 /** The running servers, less those admitted again. */
 function runningDump(running: RunningHaproxy | null): ServerStateDump | null {

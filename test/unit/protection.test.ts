@@ -84,7 +84,8 @@ const RUNNING_ALL = DUMP.replace('3 pool 9 gone 10.0.0.9', '3 pool 2 new 10.0.0.
   .replace('\n\n', '\n').replace(/\n$/, '\n4 unchecked 1 u 10.0.0.3 2 0 1 1 9 1 0 0 0 0 0 0 - 80 - 0 0 - - 0\n5 nostate 1 n 10.0.0.4 2 0 1 1 9 15 3 4 6 0 0 0 - 80 - 0 0 - - 0\n');
 
 test('same members (a change away from every server line): the dump is the state file, nothing is held down', () => {
-  const next = CONFIG.replace('global', 'global\n    maxconn 5000');
+  // Lines changed above and below an unchanged backend line (a listener's connection limit: maxconn and fullconn).
+  const next = CONFIG.replace('global', 'global\n    maxconn 5000').replace('    load-server-state-from-file global', '    fullconn 5000\n    load-server-state-from-file global');
   for (const initStateAtStartup of [true, false]) {
     const plan = planProtection({ configText: next, config: readConfig(next), running: runningOn(`${RUNNING_ALL}\n`, CONFIG), initStateAtStartup });
     assert.equal(plan.newMembers, []);
