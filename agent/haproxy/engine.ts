@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import type { Logger } from '../log.js';
 import type { ApplyOutcome } from '../outcome.js';
 import {
-  exists, removeFile, removeTree, writeFileAtomic, writeFilesAtomic, type FileContent,
+  exists, readTextIfExists, removeFile, removeTree, writeFileAtomic, writeFilesAtomic, type FileContent,
 } from '../system/files.js';
 import { acceptConfig } from './acceptance.js';
 import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js';
@@ -99,6 +99,8 @@ interface Change {
   amphoraId: string;
   /** True: a new config, validated and accepted before it loads (API 2.0); false: the accepted one (API 1.0 reload). */
   candidate: boolean;
+  /** The live config it was planned from (undefined: not read yet). */
+  live?: string | null;
 }
 
 /** What the watchdog's check found: haproxy runs, was stopped on purpose, was started again, or is dead and waits for its restart. */
@@ -174,7 +176,7 @@ export class HaproxyEngine {
       if (typeof config !== 'string' && forceReload === null && (await this.runsAsIs(lbId, config.base))) return planMemberLines(config.lines);
       await this.writeHeld(lbId);
       const text = textOf(config);
-      return this.planner.put(lbId, text, await this.runnableOf(lbId, text), forceReload);
+      return (await this.planner.put(lbId, text, await this.runnableOf(lbId, text), forceReload)).plan;
     });
   }
 
@@ -202,10 +204,10 @@ export class HaproxyEngine {
       await this.writeHeld(lbId);
       const text = textOf(config);
       const runnable = await this.runnableOf(lbId, text);
-      const plan = await this.planner.put(lbId, text, runnable, opts.forceReload ?? null);
+      const { plan, live } = await this.planner.put(lbId, text, runnable, opts.forceReload ?? null);
       // A member call planned as a whole (the first after a start) still leaves its files for later.
       if (typeof config !== 'string' && plan.kind === 'runtime' && runnable === text) return this.editAtRuntime(lbId, amphoraId, config, plan.steps, companions);
-      const report = await this.execute(lbId, plan, { text, runnable, amphoraId, candidate: true, companions });
+      const report = await this.execute(lbId, plan, { text, runnable, amphoraId, candidate: true, companions, live });
       // Written now, the config no longer lags the spec (a catch-up after an agent restart ends here).
       await removeFile(this.files(lbId).configBehind);
       return report;
@@ -241,8 +243,8 @@ export class HaproxyEngine {
     return this.writing(lbId, async () => {
       const { text, amphoraId } = await this.stored.accepted(lbId);
       const runnable = await this.runnable(text);
-      const plan = await this.planner.reload(lbId, text, runnable);
-      return this.execute(lbId, plan, { text, runnable, amphoraId, candidate: false, companions: [] });
+      const { plan, live } = await this.planner.reload(lbId, text, runnable);
+      return this.execute(lbId, plan, { text, runnable, amphoraId, candidate: false, companions: [], live });
     });
   }
 
@@ -447,7 +449,8 @@ export class HaproxyEngine {
     } else {
       reason = plan.reason;
     }
-    const load = await this.reload(lbId, change);
+    // Refused part of the way, runtime steps may have changed what the live config holds: it is read again.
+    const load = await this.reload(lbId, plan.kind === 'runtime' ? { ...change, live: undefined } : change);
     return { outcome: load.outcome, steps: [], reloadReason: reason, pending: [], load };
   }
 
@@ -457,7 +460,7 @@ export class HaproxyEngine {
     const previous = change.candidate ? await this.acceptedConfig(lbId) : null;
     if (change.candidate) await this.accept(lbId, change.amphoraId, change.text, change.runnable);
     try {
-      const report = await this.load(this.stored.instance(lbId, change.amphoraId), change.text, change.runnable);
+      const report = await this.load(this.stored.instance(lbId, change.amphoraId), change.text, change.runnable, change.live);
       await writeFilesAtomic(change.companions);
       return report;
     } catch (err) {
@@ -477,8 +480,8 @@ export class HaproxyEngine {
     return this.load(inst, text, await this.runnable(text));
   }
 
-  /** Load `text` (the accepted config; `runnable` its form for this binary). */
-  private async load(inst: HaproxyInstance, text: string, runnable: string): Promise<LoadReport> {
+  /** Load `text` (the accepted config; `runnable` its form for this binary; `live`: the live config, when read under this lock). */
+  private async load(inst: HaproxyInstance, text: string, runnable: string, live?: string | null): Promise<LoadReport> {
     const caps = await this.capabilities();
     const reading = this.readings.get(inst.lbId);
     this.readings.delete(inst.lbId);
@@ -486,7 +489,7 @@ export class HaproxyEngine {
       supervisor: this.opts.supervisor, log: this.opts.log, baseDir: this.baseDir, pending: this.pending,
       initStateAtStartup: caps.initStateAtStartup, protect: this.opts.protectNewMembers !== false,
       ...(this.opts.beforeBind ? { beforeBind: this.opts.beforeBind } : {}),
-    }, inst, runnable, reading?.runnable === runnable ? reading.config : readConfig(runnable));
+    }, inst, runnable, reading?.runnable === runnable ? reading.config : readConfig(runnable), live === undefined ? await readTextIfExists(inst.files.live) : live);
     this.planner.ran(inst.lbId, text);
     this.binds.set(inst.lbId, report.bindAddresses);
     return report;

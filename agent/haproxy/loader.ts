@@ -50,12 +50,12 @@ export interface LoadReport {
 /**
  * Load `runnableText` (the accepted config in this binary's syntax) for
  * `inst`. `config` is read from that text: protection edits it by the line
- * numbers found there.
+ * numbers found there. `previousLive`: the live config on disk now.
  */
-export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnableText: string, config: ConfigInfo): Promise<LoadReport> {
+export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnableText: string, config: ConfigInfo, previousLive: string | null): Promise<LoadReport> {
   const started = Date.now();
   const { files, lbId } = inst;
-  const [before, previousLive] = await Promise.all([deps.supervisor.status(inst), readTextIfExists(files.live)]);
+  const before = await deps.supervisor.status(inst);
   // Nothing is written: a stopped master would take neither a reload nor a runtime command.
   if (before.stopped) throw new HaproxyFailedError('reload', `haproxy's master (pid ${before.masterPid}) is stopped (SIGSTOP or a debugger); it can reload once it is continued (SIGCONT)`);
   if (before.running && previousLive !== null && hasPeers(previousLive)) await awaitPeersLesson(deps, inst);

@@ -7,6 +7,12 @@ import { modifiedAt, newestModification, readTextIfExists } from '../system/file
 import type { LoadBalancerFiles } from './layout.js';
 import { planApply, type Plan, type PlanFacts } from './plan.js';
 
+/** A plan, and the live config it was made from: a load made under the same lock need not read it again (700 kB at 10,000 members). */
+export interface Planned {
+  plan: Plan;
+  live: string | null;
+}
+
 export interface PlannerDeps {
   files: (lbId: string) => LoadBalancerFiles;
   acceptedConfig: (lbId: string) => Promise<string | null>;
@@ -33,12 +39,12 @@ export class Planner {
   }
 
   /** API 2.0: make `text` run. */
-  put(lbId: string, text: string, runnable: string, forcedReload: string | null): Promise<Plan> {
+  put(lbId: string, text: string, runnable: string, forcedReload: string | null): Promise<Planned> {
     return this.plan(lbId, 'put', text, runnable, forcedReload);
   }
 
   /** API 1.0's reload of the accepted `text`. */
-  async reload(lbId: string, text: string, runnable: string): Promise<Plan> {
+  async reload(lbId: string, text: string, runnable: string): Promise<Planned> {
     return this.plan(lbId, 'reload', text, runnable, await this.reloadFirst(lbId));
   }
 
@@ -48,11 +54,11 @@ export class Planner {
   }
 
   /** Whether haproxy runs costs a master CLI round trip: asked only when it can matter. */
-  private async plan(lbId: string, request: PlanFacts['request'], text: string, runnable: string, forcedReload: string | null): Promise<Plan> {
+  private async plan(lbId: string, request: PlanFacts['request'], text: string, runnable: string, forcedReload: string | null): Promise<Planned> {
     const accepted = (await this.deps.acceptedConfig(lbId)) === text;
     const running = accepted && request === 'put' ? await this.deps.running(lbId) : null;
     const live = await readTextIfExists(this.deps.files(lbId).live);
-    return planApply({ request, forcedReload, live, runnable, accepted, running });
+    return { plan: planApply({ request, forcedReload, live, runnable, accepted, running }), live };
   }
 
   /** Reasons an API 1.0 reload cannot go through the runtime API, whatever changed. */
