@@ -5,7 +5,8 @@
 // the router only turns its result or typed error into HTTP.
 import type { ConfigStore } from '../config/store.js';
 import type { HaproxyEngine } from '../haproxy/engine.js';
-import { checkConfigPolicy, PolicyRefusedError, type PolicyContext } from '../haproxy/config-policy.js';
+import { judgeHaproxyConfig } from '../haproxy/policy/judge.js';
+import { PolicyRefusedError, type PolicyContext } from '../haproxy/policy/types.js';
 import { statsSocket } from '../haproxy/layout.js';
 import {
   keepalivedPid, keepalivedSettings, reloadKeepalived, startKeepalived, stopKeepalived, type KeepalivedSettings,
@@ -70,8 +71,8 @@ export class V1Service {
       };
       // The text as sent first, so line numbers are the controller's; then as
       // haproxy gets it, in case removing `group` words made a difference.
-      const violations = checkConfigPolicy(config, ctx);
-      if (violations.length === 0 && text !== config) violations.push(...checkConfigPolicy(text, ctx));
+      const violations = await judgeHaproxyConfig(config, ctx);
+      if (violations.length === 0 && text !== config) violations.push(...(await judgeHaproxyConfig(text, ctx)));
       if (violations.length > 0) {
         this.deps.log.warn({ lb: lbId, violations }, 'config policy refused an upload');
         throw new PolicyRefusedError(violations);

@@ -18,7 +18,7 @@ import { MasqueradeError } from '../../agent/net/masquerade.js';
 import { NftablesError } from '../../agent/net/nftables.js';
 import { InterfaceExistsError, InterfaceNotFoundError } from '../../agent/net/plug.js';
 import { SpecError } from '../../agent/spec/validate.js';
-import { PolicyRefusedError } from '../../agent/haproxy/config-policy.js';
+import { PolicyRefusedError } from '../../agent/haproxy/policy/types.js';
 import { StorageFullError } from '../../agent/system/files.js';
 
 const haproxyFailed = new HaproxyFailedError('reload', 'x\n[ALERT] a\n[ALERT] b');

@@ -21,45 +21,14 @@
 // (1-based line numbers). Words are read as haproxy reads them
 // (config-reader.ts tokenizeLine: quotes, escapes, comments).
 import { posix } from 'node:path';
-import { AgentError } from '../errors.js';
-import { tokenizeLine } from './config-reader.js';
-
-export interface PolicyContext {
-  lbId: string;
-  /** [haproxy_amphora] base_path: the load balancer's files are in <base_path>/<lb_id>/. */
-  basePath: string;
-  /** [haproxy_amphora] base_cert_dir: its certificates are in <base_cert_dir>/<lb_id>/. */
-  baseCertDir: string;
-  /** Files no config may name even inside those directories (the agent's certificate, CA, configuration). */
-  protectedFiles: string[];
-}
-
-export interface PolicyViolation {
-  /** 1-based line number in the text checked. */
-  line: number;
-  /** The directive as written, e.g. `errorfile`, `stats socket`, `program`. */
-  directive: string;
-  reason: string;
-}
+import type { FileReference, PolicyContext, PolicyViolation } from './types.js';
+import { tokenizeLine } from '../config-reader.js';
 
 /** The PING health check's program, as Octavia's templates (11 to 19) name it. */
 export const OCTAVIA_PING_WRAPPER = '/var/lib/octavia/ping-wrapper.sh';
 
 /** The syslog sockets Octavia's templates (11 to 19) send haproxy's logs to. */
 export const LOCAL_LOG_TARGETS = ['/run/rsyslog/octavia/log', '/dev/log'];
-
-/** A config the policy refuses; API 1.0 answers it with Octavia's 400 shape. */
-export class PolicyRefusedError extends AgentError {
-  readonly kind = 'invalid_input';
-
-  constructor(readonly violations: PolicyViolation[]) {
-    super(`the agent's config policy refuses the configuration:\n${formatViolations(violations)}`);
-  }
-}
-
-export function formatViolations(violations: PolicyViolation[]): string {
-  return violations.map((v) => `line ${v.line}: ${v.directive}: ${v.reason}`).join('\n');
-}
 
 /** Sections that run programs or fetch and write files on their own. */
 const REFUSED_SECTIONS = new Map([
@@ -164,8 +133,15 @@ function expandsEnvironment(line: string): boolean {
   return false;
 }
 
+/** The violations of a config's words. */
 export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViolation[] {
+  return readConfigPolicy(text, ctx).violations;
+}
+
+/** The violations of a config's words, and the files it names (for files.ts). */
+export function readConfigPolicy(text: string, ctx: PolicyContext): { violations: PolicyViolation[]; files: FileReference[] } {
   const out: PolicyViolation[] = [];
+  const files: FileReference[] = [];
   const lbDir = posix.join(ctx.basePath, ctx.lbId);
   const certDir = posix.join(ctx.baseCertDir, ctx.lbId);
   const ownDirs = [lbDir, certDir];
@@ -181,17 +157,19 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
 
   let line = 0; // the line being read, 1-based
   const refuse = (directive: string, reason: string) => out.push({ line, directive, reason });
-  const fileIn = (directive: string, path: string | undefined, dirs: string[], where: string) => {
+  const fileIn = (directive: string, path: string | undefined, dirs: string[], where: string, kind: FileReference['kind']) => {
     if (path === undefined) return; // haproxy -c refuses the missing argument
     if (path === '@system-ca' && directive.endsWith('ca-file')) return; // the system's CA bundle
     if (!insideDirs(path, dirs) || protectedFiles.has(posix.normalize(path))) {
       refuse(directive, `reads ${JSON.stringify(path)}, outside ${where}`);
+    } else {
+      files.push({ line, directive, path, kind });
     }
   };
   const inLbDirs = (directive: string, path: string | undefined) =>
-    fileIn(directive, path, ownDirs, `the load balancer's directories (${lbDir}/, ${certDir}/)`);
+    fileIn(directive, path, ownDirs, `the load balancer's directories (${lbDir}/, ${certDir}/)`, 'file');
   const inCertDir = (directive: string, path: string | undefined) =>
-    fileIn(directive, path, [certDir], `the load balancer's certificate directory (${certDir}/)`);
+    fileIn(directive, path, [certDir], `the load balancer's certificate directory (${certDir}/)`, directive.endsWith('crt-list') ? 'crt-list' : 'certificate');
 
   for (const raw of text.split('\n')) {
     line++;
@@ -307,5 +285,5 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
   if (!pingCommand) {
     for (const line of forkLines) out.push({ line, directive: 'insecure-fork-wanted', reason: `lets workers fork without Octavia's external PING check (${pingWrapper})` });
   }
-  return out.sort((a, b) => a.line - b.line);
+  return { violations: out.sort((a, b) => a.line - b.line), files };
 }
