@@ -58,6 +58,13 @@ export const SECTION_KEYWORDS = new Set([
 
 export interface Tokenized {
   words: string[];
+  /**
+   * Why haproxy may read this line otherwise than these words say, when it
+   * may: a NUL (raw or escaped) ends haproxy's C string inside a word, and a
+   * raw control character other than tab is whitespace or an end of line to
+   * some of its parsers. A policy refuses such a line whatever its words are.
+   */
+  unreadable?: string;
   /** Column where the code ends (start of a comment, or line length). */
   codeEnd: number;
 }
@@ -75,6 +82,23 @@ const ESCAPES = new Map([[' ', ' '], ['\\', '\\'], ['#', '#'], ["'", "'"], ['"',
  * single quotes, and an unquoted '#' starts a comment.
  */
 export function tokenizeLine(line: string): Tokenized {
+  const unreadable = unreadableReason(line);
+  if (unreadable) return { ...tokenizeWords(line), unreadable };
+  return tokenizeWords(line);
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this looks for
+const RAW_CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
+const ESCAPED_NUL = /\\x00/;
+
+function unreadableReason(line: string): string | undefined {
+  const raw = RAW_CONTROL.exec(line);
+  if (raw) return `contains the control character U+${raw[0].charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`;
+  if (ESCAPED_NUL.test(line)) return 'contains an escaped NUL (\\x00), which ends the word where haproxy reads it';
+  return undefined;
+}
+
+function tokenizeWords(line: string): Tokenized {
   // Most lines (every server line) have nothing to resolve: split them natively.
   if (!NEEDS_RESOLVING.test(line)) return { words: splitPlain(line), codeEnd: codeEndOf(line, line.length) };
   const words: string[] = [];

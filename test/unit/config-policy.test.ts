@@ -265,4 +265,12 @@ test('a plain server line skips the full read only where the full read refuses n
   assert.ok(PLAIN_SERVER_LINE.test('    server 6b0b8a86-aa41-4c3b-8d8a-2b9d7f9e2c0d 10.0.1.5:8080 weight 1 check inter 5s fall 3 rise 2'), 'an Octavia member line is plain');
 });
 
+
+test('a NUL in any form, or a raw control character, is refused on its line', () => {
+  for (const line of ['  prog\\x00ram x', 'program\\x00 x', '  http-request return status 200 file /etc/shad\\x00ow', 'global\x00', '  log\x0b127.0.0.1:514 local0', '  bind 10.0.0.5:80\r']) {
+    const v = checkConfigPolicy(`global\n${line}\n`, CTX);
+    assert.equal(v.map((x) => x.line), [2], JSON.stringify(line));
+  }
+});
+
 test.run();

@@ -174,7 +174,11 @@ export function readConfigPolicy(text: string, ctx: PolicyContext): { violations
   for (const raw of text.split('\n')) {
     line++;
     if (PLAIN_SERVER_LINE.test(raw)) continue;
-    const words = tokenizeLine(raw).words;
+    const { words, unreadable } = tokenizeLine(raw);
+    if (unreadable) {
+      refuse(words[0] ?? '', unreadable);
+      continue;
+    }
     if (words.length === 0) continue;
     const kw = words[0]!;
 
