@@ -157,7 +157,9 @@ async function boundsRound(h: HaproxyUnderTest, i: number): Promise<void> {
       id: LB, vip_address: vip, project_id: 'tenant',
       listeners: [{
         id: 'l-web', protocol: 'HTTP', protocol_port: port, connection_limit: 1000,
-        default_pool: { id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm1', address: backend.host, protocol_port: backend.port }] },
+        default_pool: {
+          id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm1', address: backend.host, protocol_port: backend.port }],
+        },
       }],
     });
     const settings = { ...octaviaSettings(DEFAULT_RENDER_SETTINGS), base_path: agent.basePath, base_cert_dir: agent.certDir };
@@ -176,7 +178,8 @@ async function boundsRound(h: HaproxyUnderTest, i: number): Promise<void> {
     const detailsText = String(r.json?.details ?? '');
     const line = (start: string) => big.split('\n').findIndex((l) => l.trim().startsWith(start)) + 1;
     assert.ok(detailsText.includes(`line ${line('nbthread')}: nbthread: 64 threads on an amphora with ${cpus().length} CPU(s)`), detailsText);
-    assert.match(detailsText, new RegExp(`line ${line('total-max-size')}: cache total-max-size: 4095 MB reserves 4300 MB, .*the bound for this amphora is 359 MB`));
+    const cacheRefusal = `line ${line('total-max-size')}: cache total-max-size: 4095 MB reserves 4300 MB, .*the bound for this amphora is 359 MB`;
+    assert.match(detailsText, new RegExp(cacheRefusal));
     assert.is((await apiRequest(agent, 'GET', `/1.0/loadbalancer/${LB}/haproxy`)).text, good, 'the accepted config changed');
 
     // A reload runs the previous config: still serving.

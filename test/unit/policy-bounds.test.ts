@@ -58,6 +58,11 @@ test('nbthread and thread-groups past the CPU count: 400 naming the directive, t
   assert.equal(checkBounds(config(['nbthread 64']), ctx({ ...ONE_GB, cpuCount: 0 })), []);
 });
 
+test('keywords are read as haproxy reads them: quoted or escaped they are still bounded (capitals too, which haproxy refuses anyway)', () => {
+  const text = config(['"nbthread" 8', 'nb\\x74hread 9', 'NBTHREAD 7 # comment'], ['"cache" c', '    total-max-size\\ 4095', '    \'total-max-size\' 4095']);
+  assert.equal(checkBounds(text, ctx(ONE_GB)).map((x) => x.line), [4, 5, 6, lineOf(text, "'total-max-size'")]);
+});
+
 test('a 4 GB cache section: 400 naming cache total-max-size, 4095 MB, the total and the bound', () => {
   const text = config([], ['cache big', '    total-max-size 4095', '    max-age 60']);
   const v = checkBounds(text, ctx(ONE_GB));
@@ -70,10 +75,14 @@ test('a 4 GB cache section: 400 naming cache total-max-size, 4095 MB, the total 
 });
 
 test('reservations add up: the one that crosses the bound and those after it are named, not those before', () => {
-  const text = config(['tune.ssl.cachesize 600000'], ['cache a', '    total-max-size 100', 'cache b', '    total-max-size 150', 'ring r', '    size 1048576'], true);
+  const tail = ['cache a', '    total-max-size 100', 'cache b', '    total-max-size 150', 'ring r', '    size 1048576'];
+  const text = config(['tune.ssl.cachesize 600000'], tail, true);
   // 142 + 105 + 157.5 + 1 MB: past 359 MB at cache b.
   const v = checkBounds(text, ctx(ONE_GB));
-  assert.equal(v.map((x) => [x.line, x.directive]), [[lineOf(text, 'total-max-size 150'), 'cache total-max-size'], [lineOf(text, 'size 1048576'), 'ring size']]);
+  assert.equal(v.map((x) => [x.line, x.directive]), [
+    [lineOf(text, 'total-max-size 150'), 'cache total-max-size'],
+    [lineOf(text, 'size 1048576'), 'ring size'],
+  ]);
   assert.match(v[1]!.reason, /^1048576 bytes reserves 1 MB, of 405 MB/);
   assert.equal(checkBounds(text, ctx(withMemory(1_000_000))), []);
 });

@@ -46,6 +46,21 @@ const SECTIONS = new Set([
   'http-errors', 'ring', 'cache', 'crt-store', 'traces', 'log-forward', 'fcgi-app', 'dynamic-update', 'acme',
 ]);
 
+/** Keywords bounded here; with SECTIONS, the first words of the lines that matter. */
+const BOUNDED_WORDS = ['nbthread', 'thread-groups', 'tune.ssl.cachesize', 'total-max-size', 'size', 'bind'];
+const FIRST_WORDS = new Set([...SECTIONS, ...BOUNDED_WORDS]);
+/** A quote or an escape, which could spell a keyword otherwise. */
+const QUOTED = /["'\\]/;
+
+/** Whether a line may matter here; the others (most of a 10,000-member config) skip the full read. */
+function mayMatter(raw: string): boolean {
+  let start = 0;
+  while (raw[start] === ' ' || raw[start] === '\t') start++;
+  let end = start;
+  while (end < raw.length && raw[end] !== ' ' && raw[end] !== '\t' && raw[end] !== '#') end++;
+  return FIRST_WORDS.has(raw.slice(start, end).toLowerCase()) || QUOTED.test(raw);
+}
+
 /** The memory the agent reads, as Octavia 19 sizes from it (/1.0/details: free + buffers + cached, kB). */
 export function availableKb(facts: AmphoraFacts): number {
   const { free, buffers, cached } = facts.memoryKb;
@@ -102,6 +117,7 @@ export function checkBounds(text: string, ctx: PolicyContext): PolicyViolation[]
 
   for (const raw of text.split('\n')) {
     line++;
+    if (!mayMatter(raw)) continue;
     const { words, unreadable } = tokenizeLine(raw);
     if (unreadable || words.length === 0) continue; // the words' policy refuses unreadable lines
     const kw = words[0]!.toLowerCase();
