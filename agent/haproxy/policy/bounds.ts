@@ -70,8 +70,9 @@ export function availableKb(facts: AmphoraFacts): number {
 /**
  * What haproxy may reserve, kB: half of the memory less the floor. Half,
  * because a reload holds the old worker's reservations and the new one's at
- * once, and the reading already counts the old one's shared caches as free
- * (shared memory is in Cached), so each must fit in half of it.
+ * once, and the reading may already count the old one's as available: 3.x
+ * maps its caches shared, which /proc/meminfo counts in Cached (2.6 maps its
+ * TLS session cache private, which only makes this bound stricter).
  */
 export function reserveBoundKb(facts: AmphoraFacts): number {
   const memory = availableKb(facts);
