@@ -96,7 +96,8 @@ function unreadableReason(raw: string): string | null {
   return null;
 }
 
-const w0 = (code: string) => code.split(/[\s{}]+/)[0] || '(line)';
+/** The directive a refusal names: the line's first word as written. */
+const firstWord = (text: string) => (text.trim().split(/[ \t]+/)[0] || '(line)').replace(/[^\x20-\x7e]/g, '?');
 
 export function readKeepalivedConfig(text: string): KeepalivedReading {
   const statements: KeepalivedStatement[] = [];
@@ -107,7 +108,7 @@ export function readKeepalivedConfig(text: string): KeepalivedReading {
     const line = i + 1;
     const reason = unreadableReason(raw);
     if (reason !== null) {
-      unreadable.push({ line, directive: raw.trim().split(/\s+/)[0] || '(line)', reason });
+      unreadable.push({ line, directive: firstWord(raw), reason });
       continue;
     }
     const code = decomment(raw).code;
@@ -121,7 +122,7 @@ export function readKeepalivedConfig(text: string): KeepalivedReading {
     const opens = code.endsWith('{');
     const body = opens ? code.slice(0, -1).trimEnd() : code;
     if (/[{}]/.test(body)) {
-      unreadable.push({ line, directive: w0(body), reason: "a '{' only ends a line and a '}' only stands alone on one (keepalived splits lines at braces)" });
+      unreadable.push({ line, directive: firstWord(code), reason: "a '{' only ends a line and a '}' only stands alone on one (keepalived splits lines at braces)" });
       continue;
     }
     const w = words(body);

@@ -82,6 +82,16 @@ const MISC_COMMANDS = [
   'amphora-health-checker sctp -t <int> <ip> <port>',
 ].map((p) => p.split(' '));
 
+/** A pattern for a refusal's reason, with the paths of the amphora in place of their placeholders. */
+function describe(pattern: string, ctx: KeepalivedPolicyContext): string {
+  const scripts = keepalivedScripts(ctx.basePath);
+  return pattern
+    .replace('<vrrp-check-script>', scripts.vrrpCheck)
+    .replace('<haproxy-track-file>', scripts.haproxyTrack)
+    .replace('<misc-path>', `"${MISC_COMMANDS.map((c) => c.join(' ')).join('" or "').replace('<udp-check-script>', scripts.udpCheck)}"`)
+    .replace('<namespace>', ctx.namespaces.join(' or '));
+}
+
 function matches(words: string[], pattern: string[], ctx: KeepalivedPolicyContext): boolean {
   return words.length === pattern.length && pattern.every((p, i) => (SHAPES[p] ? SHAPES[p]!(words[i]!, ctx) : p === words[i]));
 }
@@ -221,7 +231,7 @@ export function checkKeepalivedConfig(text: string, kind: KeepalivedConfigKind, 
     if (directive === undefined) {
       refuse(s, keyword, `not a keyword Octavia's templates or the agent write in ${level.keyword}`);
     } else if (!directive.args.some((p) => matches(args, split(p), ctx))) {
-      const forms = directive.args.map((p) => `${keyword} ${p}`.trim()).join(' | ');
+      const forms = directive.args.map((p) => describe(`${keyword} ${p}`.trim(), ctx)).join(' | ');
       refuse(s, keyword, `arguments not of the form Octavia's templates write (${forms})`);
     } else if (s.opens !== (directive.block !== undefined)) {
       refuse(s, keyword, s.opens ? 'takes no block' : "needs its block, opened with '{' on its line");
