@@ -37,13 +37,15 @@ export interface KeepalivedSettings {
   logFacility: number;
   processManager: 'direct' | 'systemd';
   unitDir: string;
+  /** [amphora_agent] config_policy: uploaded configs are judged (agent/haproxy/policy/keepalived-config.ts); on unless false. */
+  configPolicy?: boolean;
 }
 
 /** keepalived runs the way haproxy does (systemd units or the agent), in haproxy's namespace. */
 export function keepalivedSettings(config: AgentConfig, processManager: 'direct' | 'systemd'): KeepalivedSettings {
   return {
     netns: config.amphoraAgent.networkNamespace, logFacility: config.amphoraAgent.administrativeLogFacility,
-    processManager, unitDir: config.amphoraAgent.systemdUnitDir,
+    processManager, unitDir: config.amphoraAgent.systemdUnitDir, configPolicy: config.amphoraAgent.configPolicy,
   };
 }
 

@@ -4,6 +4,8 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TEMPLATES_DIR } from '../package-root.js';
+import { checkKeepalivedConfig, OCTAVIA_NAMESPACE, type KeepalivedConfigKind } from '../haproxy/policy/keepalived-config.js';
+import { PolicyRefusedError } from '../haproxy/policy/types.js';
 import { ensureHaproxyTrack, withHaproxyTrack } from './haproxy-track.js';
 import { ensureDir, exists, readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
 import {
@@ -59,7 +61,20 @@ const UDP_CHECK = `#!/bin/bash
 nc -uzv -w1 "$1" "$2" >/dev/null 2>&1
 `;
 
+/**
+ * Refuse a config the keepalived policy does not allow (unless config_policy
+ * is off), before anything is written: keepalived runs as root what its
+ * config names.
+ */
+export function judgeKeepalivedConfig(basePath: string, s: KeepalivedSettings, kind: KeepalivedConfigKind, config: string): void {
+  if (s.configPolicy === false) return;
+  const namespaces = s.netns && s.netns !== OCTAVIA_NAMESPACE ? [OCTAVIA_NAMESPACE, s.netns] : [OCTAVIA_NAMESPACE];
+  const violations = checkKeepalivedConfig(config, kind, { basePath, namespaces });
+  if (violations.length > 0) throw new PolicyRefusedError(violations);
+}
+
 export async function uploadVrrp(basePath: string, s: KeepalivedSettings, config: string, lbSockets: string[], hasLvs: boolean): Promise<void> {
+  judgeKeepalivedConfig(basePath, s, 'vrrp', config);
   const inst = vrrpInstance(basePath);
   await ensureDir(join(basePath, 'vrrp', 'check_scripts'), 0o755);
   // The config stays as uploaded; keepalived runs it with the agent's track
@@ -95,6 +110,7 @@ export async function updateHaproxyCheckScript(basePath: string, lbSockets: stri
 const shellQuote = (s: string) => (/^[\w./@:+-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`);
 
 export async function uploadLvs(basePath: string, s: KeepalivedSettings, listenerId: string, config: string): Promise<void> {
+  judgeKeepalivedConfig(basePath, s, 'lvs', config);
   const inst = lvsInstance(basePath, listenerId);
   await ensureDir(join(basePath, 'lvs', 'check'), 0o755);
   const check = join(basePath, 'lvs', 'check', 'udp_check.sh');

@@ -37,6 +37,7 @@ const BLOCKS = {
   'stick-tables-reload': [21400, 20],
   'active-standby-systemd': [21440, 10],
   'policy-bounds': [21700, 20],
+  'keepalived-policy': [22600, 10],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;

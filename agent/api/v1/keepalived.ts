@@ -26,7 +26,11 @@ export function registerKeepalivedRoutes(routes: Routes, deps: KeepalivedDeps, r
 
   routes.put('/vrrp/upload', raw, async (req: Request, res: Response) => {
     const body = bodyOf(req);
-    await uploadVrrp(deps.basePath(), service.keepalivedSettings(), body.toString('utf8'), await service.lbSockets(), false);
+    try {
+      await uploadVrrp(deps.basePath(), service.keepalivedSettings(), body.toString('utf8'), await service.lbSockets(), false);
+    } catch (err) {
+      return sendV1Error(res, err);
+    }
     res.setHeader('ETag', md5(body));
     sendMessage(res, 200, 'OK');
   });
@@ -46,7 +50,11 @@ export function registerKeepalivedRoutes(routes: Routes, deps: KeepalivedDeps, r
     const id = String(req.params.listenerId);
     if (!isObjectId(id) || !isObjectId(String(req.params.amphoraId))) return sendMessage(res, 400, 'Invalid request', 'Invalid listener id');
     const body = bodyOf(req);
-    await uploadLvs(deps.basePath(), service.keepalivedSettings(), id, body.toString('utf8'));
+    try {
+      await uploadLvs(deps.basePath(), service.keepalivedSettings(), id, body.toString('utf8'));
+    } catch (err) {
+      return sendV1Error(res, err);
+    }
     res.setHeader('ETag', md5(body));
     sendMessage(res, 200, 'OK');
   });
