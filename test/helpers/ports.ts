@@ -36,6 +36,8 @@ const BLOCKS = {
   'vm-log-offload-udp': [21380, 20],
   'stick-tables-reload': [21400, 20],
   'active-standby-systemd': [21440, 10],
+  'runtime-cli-injection': [23700, 30],
+  'haproxy-environment': [23730, 20],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;
