@@ -53,14 +53,15 @@ export class NftablesError extends AgentError {
   readonly kind = 'command_failed';
 }
 
-const firewallFile = (basePath: string) => join(basePath, 'nftables-vip.rules');
+/** The VIP firewall's ruleset file. */
+export const vipFirewallFile = (basePath: string) => join(basePath, 'nftables-vip.rules');
 
 /**
  * Bringing up an SR-IOV interface (Octavia's amphora-interface): the VIP
  * firewall file, created with the base ruleset when missing, is loaded.
  */
 export async function loadVipFirewall(basePath: string, netns: string): Promise<void> {
-  const path = firewallFile(basePath);
+  const path = vipFirewallFile(basePath);
   if (!(await exists(path))) await writeFileAtomic(path, baseRuleset(), 0o600);
   const res = await run(['nft', '-o', '-f', path], { netns });
   if (res.exitCode !== 0) throw new NftablesError(res.output.trim());
@@ -72,9 +73,9 @@ export async function loadVipFirewall(basePath: string, netns: string): Promise<
  * leaves the rules as they are; otherwise the VIP chain is replaced.
  */
 export async function applyVipRules(basePath: string, netns: string, rules: VipRule[]): Promise<void> {
-  if (await exists(firewallFile(basePath))) {
+  if (await exists(vipFirewallFile(basePath))) {
     if (rules.length === 0) return;
-    await writeFileAtomic(firewallFile(basePath), vipRuleset(rules), 0o600);
+    await writeFileAtomic(vipFirewallFile(basePath), vipRuleset(rules), 0o600);
   }
   await loadVipFirewall(basePath, netns);
 }
