@@ -21,7 +21,7 @@ import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
 
 const PORTS = testPorts('runtime-cli-injection');
 const LISTENER = PORTS.range(HAPROXIES.length);
-const [M1, M2] = [PORTS.range(HAPROXIES.length), PORTS.range(HAPROXIES.length)];
+const [M1, M2, M3] = [PORTS.range(HAPROXIES.length), PORTS.range(HAPROXIES.length), PORTS.range(HAPROXIES.length)];
 const INJECTED = 'check-sni "x;@1 disable frontend listener-1"';
 
 /** The member that answered one request to the listener, or the error. */
@@ -50,7 +50,8 @@ HAPROXIES.forEach((h, i) => {
   t.before(loud(async () => {
     net = createTestNetwork();
     dir = await testDir('sec26-cli');
-    backends.push(await new TestBackend('m1', net.hostIp, M1(i)).start(), await new TestBackend('m2', net.hostIp, M2(i)).start());
+    backends.push(await new TestBackend('m1', net.hostIp, M1(i)).start(), await new TestBackend('m2', net.hostIp, M2(i)).start(),
+      await new TestBackend('m3', net.hostIp, M3(i)).start());
     engine = testEngine(h, dir, net.netns);
   }));
 
@@ -83,6 +84,17 @@ HAPROXIES.forEach((h, i) => {
       return seen.has('200 m1') && seen.has('200 m2');
     }, 15_000);
     assert.equal([...seen].filter((s) => !s.startsWith('200 ')), [], 'every request was answered');
+
+    // The same keyword with a plain host name still goes through the runtime API, without a reload.
+    const plain = `${text}\n`.replace(/(server m2 .*)\n/, `$1\n    server m3 ${net.hostIp}:${M3(i)} weight 1 check inter 1s fall 2 rise 2 check-sni m3.example\n`);
+    const added = await engine.applyChange(lbId, 'amp', plain);
+    assert.is(added.outcome, 'runtime', added.reloadReason ?? '');
+    assert.equal(added.pending, ['pool-1:listener-1/m3'], 'm3 waits for its first passing check');
+    // The agent's ready watcher promotes a pending member once its checks passed; here the test does.
+    await waitFor('m3 answers through the listener', async () => {
+      await engine.promotePending();
+      return (await memberOf(url)) === '200 m3';
+    }, 15_000);
   });
 
   t.run();
