@@ -5,6 +5,7 @@
 // keeps the text as sent. A rejected config is kept beside it for operators.
 import { run } from '../system/exec.js';
 import { ensureDir, exists, readTextIfExists, removeFile, renameDurable, writeFileAtomic } from '../system/files.js';
+import { haproxyEnvironment } from './environment.js';
 import { InvalidConfigError } from './errors.js';
 import { peerName, type LoadBalancerFiles } from './layout.js';
 
@@ -34,10 +35,10 @@ export async function acceptConfig(
   // Quiet (-q): haproxy -c applies the server-state file too, and prints a
   // warning for every member it holds DOWN (2 MB at 10,000 members) that
   // nobody reads. A refused config is checked again aloud for haproxy's message.
-  const checking = run([...check, '-q']);
+  const checking = run([...check, '-q'], { env: haproxyEnvironment() });
   meanwhile?.();
   let res = await checking;
-  if (res.exitCode !== 0) res = await run(check);
+  if (res.exitCode !== 0) res = await run(check, { env: haproxyEnvironment() });
   if (runnable !== text) await removeFile(files.candidateLive);
   if (res.exitCode !== 0) {
     await renameDurable(files.candidate, files.rejected);

@@ -11,6 +11,7 @@ import {
 } from './master-cli.js';
 import { isProcessAlive, isProcessStopped, readPidFile, terminateProcess } from '../system/proc.js';
 import { launchDaemon } from '../system/exec.js';
+import { haproxyEnvironment } from './environment.js';
 import { ensureNetns } from '../system/netns.js';
 
 export interface HaproxyInstance {
@@ -170,7 +171,7 @@ export class DirectSupervisor implements HaproxySupervisor {
       '-p', files.pidFile, '-S', `${files.masterSocket},mode,600`, '-L', inst.peerName,
     ];
     if (this.netns) await ensureNetns(this.netns);
-    const res = await launchDaemon(argv, files.launchLog, { netns: this.netns });
+    const res = await launchDaemon(argv, files.launchLog, { netns: this.netns, env: haproxyEnvironment() });
     if (res.exitCode !== 0) throw new HaproxyFailedError('start', res.output.trim() || `exit code ${res.exitCode}`);
     // haproxy -D writes the daemon's pid before its launcher exits.
     return waitForFirstWorker(files, 'start', await readPidFile(files.pidFile));

@@ -5,6 +5,7 @@
 // check options, backup, a new backend) needs a reload. Pure.
 import { admit, HOLD_DOWN, type Admission } from './admission.js';
 import { changedRegion } from './changed-region.js';
+import { firstUnsafeWord } from './cli-words.js';
 import { readConfig, tokenizeLine, type ServerLine } from './config-reader.js';
 import { memberKey } from './layout.js';
 
@@ -169,6 +170,12 @@ function admitted(fact: ServerLine, words: string[]): Admitted {
   return { admission: admit({ checked: fact.checked, initStateOnLine: fact.initStateOnLine, path: 'runtime' }), rise: riseOf(words) };
 }
 
+/** Why a step's words cannot be spliced into a CLI command as written (cli-words.ts), else null. */
+function unspliceable(step: RuntimeStep): string | null {
+  const bad = firstUnsafeWord([step.backend, step.server, ...(step.kind === 'add' ? step.args : [])]);
+  return bad === null ? null : `member ${memberKey(step.backend, step.server)}: ${JSON.stringify(bad)} would not reach haproxy's CLI as one word`;
+}
+
 export function planRuntime(runningText: string, newText: string): RuntimePlan {
   const { before, after } = changedSkeletons(runningText, newText);
   if (before.rest !== after.rest) return { steps: [], reloadReason: 'more than members changed' };
@@ -216,5 +223,10 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
     if (!after.servers.has(k)) removes.push({ kind: 'remove', backend: s.backend, server: s.name });
   }
   // New capacity first, removals last: a replaced member leaves after its successor joined.
-  return { steps: [...adds, ...changes, ...removes], reloadReason: null };
+  const steps = [...adds, ...changes, ...removes];
+  for (const step of steps) {
+    const why = unspliceable(step);
+    if (why !== null) return { steps: [], reloadReason: why };
+  }
+  return { steps, reloadReason: null };
 }

@@ -7,6 +7,7 @@
 // promoted by the engine's ready watcher).
 import { parseShowStat } from './stats.js';
 import { isReady } from './admission.js';
+import { firstUnsafeWord } from './cli-words.js';
 import { memberKey } from './layout.js';
 import { workerCommand } from './master-cli.js';
 import { parseServerState, type ServerStateEntry } from './server-state.js';
@@ -35,6 +36,9 @@ export class RuntimeApi {
   constructor(private readonly socket: string, private readonly drainTimeoutMs: number) {}
 
   async command(cmd: string): Promise<void> {
+    // The plan already sent such words down the reload path; this is the last gate before the socket.
+    const unsafe = firstUnsafeWord(cmd.split(' '));
+    if (unsafe !== null) throw new RuntimeCommandError(`"${cmd}": ${JSON.stringify(unsafe)} would not reach haproxy as one word`);
     const answer = (await workerCommand(this.socket, cmd, 5000)).trim();
     if (!OK_ANSWERS.test(answer)) throw new RuntimeCommandError(`"${cmd}": ${answer}`);
   }

@@ -1,6 +1,7 @@
 // The SR-IOV VIP firewall (PUT /1.0/interface/<ip>/rules): an nftables
 // ruleset in <base_path>/nftables-vip.rules, loaded inside the amphora
 // namespace. Rendering is pure; loading goes through system/.
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { run } from '../system/exec.js';
 import { exists, writeFileAtomic } from '../system/files.js';
@@ -52,14 +53,15 @@ export class NftablesError extends AgentError {
   readonly kind = 'command_failed';
 }
 
-const firewallFile = (basePath: string) => join(basePath, 'nftables-vip.rules');
+/** The VIP firewall's ruleset file. */
+export const vipFirewallFile = (basePath: string) => join(basePath, 'nftables-vip.rules');
 
 /**
  * Bringing up an SR-IOV interface (Octavia's amphora-interface): the VIP
  * firewall file, created with the base ruleset when missing, is loaded.
  */
 export async function loadVipFirewall(basePath: string, netns: string): Promise<void> {
-  const path = firewallFile(basePath);
+  const path = vipFirewallFile(basePath);
   if (!(await exists(path))) await writeFileAtomic(path, baseRuleset(), 0o600);
   const res = await run(['nft', '-o', '-f', path], { netns });
   if (res.exitCode !== 0) throw new NftablesError(res.output.trim());
@@ -71,17 +73,38 @@ export async function loadVipFirewall(basePath: string, netns: string): Promise<
  * leaves the rules as they are; otherwise the VIP chain is replaced.
  */
 export async function applyVipRules(basePath: string, netns: string, rules: VipRule[]): Promise<void> {
-  if (await exists(firewallFile(basePath))) {
+  if (await exists(vipFirewallFile(basePath))) {
     if (rules.length === 0) return;
-    await writeFileAtomic(firewallFile(basePath), vipRuleset(rules), 0o600);
+    await writeFileAtomic(vipFirewallFile(basePath), vipRuleset(rules), 0o600);
   }
   await loadVipFirewall(basePath, netns);
 }
 
-export function isVipRuleList(v: unknown): v is VipRule[] {
-  return Array.isArray(v) && v.every((r) => typeof r === 'object' && r !== null && !Array.isArray(r)
-    && Object.keys(r).sort().join(',') === 'cidr,port,protocol'
-    && ['SCTP', 'TCP', 'UDP', 'vrrp'].includes((r as VipRule).protocol)
-    && ((r as VipRule).cidr === null || typeof (r as VipRule).cidr === 'string')
-    && typeof (r as VipRule).port === 'number' && (r as VipRule).port >= 1 && (r as VipRule).port <= 65535);
+/** The protocols a VIP rule may name (Octavia's amphora driver sends these). */
+const VIP_PROTOCOLS: readonly string[] = ['SCTP', 'TCP', 'UDP', 'vrrp'];
+
+/**
+ * An IPv4 or IPv6 network as nft reads it: an address, '/', a prefix in range
+ * without leading zeros. A zone id ('%eth0', which node's isIP accepts) or any
+ * other character is refused: the text goes into the ruleset as written.
+ */
+function isVipCidr(text: string): boolean {
+  const m = /^([0-9A-Fa-f.:]+)\/(0|[1-9][0-9]{0,2})$/.exec(text);
+  const family = m ? isIP(m[1]!) : 0;
+  return family !== 0 && Number(m![2]) <= (family === 4 ? 32 : 128);
+}
+
+/** Why a PUT /interface/<ip>/rules body is not a list of VIP rules, else null: checked before anything is written. */
+export function vipRulesRefusal(v: unknown): string | null {
+  if (!Array.isArray(v)) return 'a list of rules is expected';
+  for (const [i, r] of v.entries()) {
+    if (typeof r !== 'object' || r === null || Array.isArray(r) || Object.keys(r).sort().join(',') !== 'cidr,port,protocol') {
+      return `rule ${i}: exactly protocol, cidr and port are expected`;
+    }
+    const { protocol, cidr, port } = r as Record<string, unknown>;
+    if (typeof protocol !== 'string' || !VIP_PROTOCOLS.includes(protocol)) return `rule ${i}: protocol must be one of ${VIP_PROTOCOLS.join(', ')}`;
+    if (cidr !== null && (typeof cidr !== 'string' || !isVipCidr(cidr))) return `rule ${i}: cidr must be null or an IPv4 or IPv6 network`;
+    if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535) return `rule ${i}: port must be an integer from 1 to 65535`;
+  }
+  return null;
 }

@@ -20,7 +20,11 @@ export interface RunOptions {
   input?: string;
   timeoutMs?: number;
   cwd?: string;
+  /** The command's whole environment; default: the agent's, with C messages. */
+  env?: Record<string, string>;
 }
+
+const environment = (opts: RunOptions) => opts.env ?? { ...process.env, LC_ALL: 'C' };
 
 /** Prefix argv so the command runs inside a network namespace, when one is given. */
 export function inNetns(argv: string[], netns: string | null | undefined): string[] {
@@ -50,7 +54,7 @@ export function run(argv: string[], opts: RunOptions = {}): Promise<CommandResul
     let spawnError: Error | null = null;
     const child = spawn(file!, args, {
       cwd: opts.cwd,
-      env: { ...process.env, LC_ALL: 'C' },
+      env: environment(opts),
       stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (d: Buffer) => { out.push(d); all.push(d); });
@@ -105,7 +109,7 @@ export async function launchDaemon(argv: string[], logFile: string, opts: RunOpt
       const child = spawn(file!, args, {
         detached: true,
         stdio: ['ignore', log.fd, log.fd],
-        env: { ...process.env, LC_ALL: 'C' },
+        env: environment(opts),
       });
       child.on('error', () => resolvePromise(-1));
       child.on('exit', (code) => resolvePromise(code ?? -1));

@@ -38,6 +38,9 @@ const BLOCKS = {
   'active-standby-systemd': [21440, 10],
   'policy-bounds': [21700, 20],
   'keepalived-policy': [22600, 10],
+  'runtime-cli-injection': [23700, 30],
+  'haproxy-environment': [23730, 20],
+  'ids-and-vip-rules': [23750, 10],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;

@@ -1,7 +1,11 @@
 // system/exec's run(): what every caller relies on (it replaced execa).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { run } from '../../agent/system/exec.js';
+import { launchDaemon, run } from '../../agent/system/exec.js';
+import { haproxyEnvironment } from '../../agent/haproxy/environment.js';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 test('exit code, stdout apart, stdout and stderr interleaved in output', async () => {
   const r = await run(['sh', '-c', 'echo out; echo err >&2; exit 3']);
@@ -45,6 +49,18 @@ test('a process left behind with the pipes does not hold run() past a short grac
   assert.is(r.exitCode, 0);
   assert.is(r.stdout, 'hi\n');
   assert.ok(Date.now() - started < 4500, `took ${Date.now() - started} ms`);
+});
+
+test('env is the whole environment of the command; without it, the agent\'s with C messages', async () => {
+  process.env.AAT_EXEC_PROBE = 'agent';
+  const names = (text: string) => text.trim().split('\n').map((l) => l.slice(0, l.indexOf('='))).filter((n) => n !== 'PWD').sort();
+  assert.equal(names((await run(['/usr/bin/env'], { env: haproxyEnvironment() })).stdout), ['LC_ALL', 'PATH']);
+  const inherited = (await run(['/usr/bin/env'])).stdout;
+  assert.match(inherited, /^AAT_EXEC_PROBE=agent$/m);
+  assert.match(inherited, /^LC_ALL=C$/m);
+  const log = join(mkdtempSync(join(tmpdir(), 'aat-exec-')), 'launch.log');
+  await launchDaemon(['/usr/bin/env'], log, { env: haproxyEnvironment() });
+  assert.equal(names(readFileSync(log, 'utf8')), ['LC_ALL', 'PATH']);
 });
 
 test.run();

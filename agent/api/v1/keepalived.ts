@@ -8,7 +8,6 @@ import { readTextIfExists } from '../../system/files.js';
 import { lvsInstance, uploadLvs, uploadVrrp } from '../../keepalived/service.js';
 import type { V1Service } from '../../loadbalancer/v1-service.js';
 import { sendJson, sendMessage } from '../errors.js';
-import { isObjectId } from '../params.js';
 import type { Routes } from '../routes.js';
 import { isAction, sendText } from './http.js';
 import { sendV1Error } from './errors.js';
@@ -16,6 +15,8 @@ import { sendV1Error } from './errors.js';
 export interface KeepalivedDeps {
   basePath(): string;
   service: V1Service;
+  /** Why a path parameter is not an id, else null. */
+  refusal(name: string, value: string): string | null;
 }
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
@@ -48,7 +49,8 @@ export function registerKeepalivedRoutes(routes: Routes, deps: KeepalivedDeps, r
 
   routes.put('/listeners/:amphoraId/:listenerId/udp_listener', raw, async (req: Request, res: Response) => {
     const id = String(req.params.listenerId);
-    if (!isObjectId(id) || !isObjectId(String(req.params.amphoraId))) return sendMessage(res, 400, 'Invalid request', 'Invalid listener id');
+    const why = deps.refusal('listenerId', id) ?? deps.refusal('amphoraId', String(req.params.amphoraId));
+    if (why !== null) return sendMessage(res, 400, 'Invalid request', why);
     const body = bodyOf(req);
     try {
       await uploadLvs(deps.basePath(), service.keepalivedSettings(), id, body.toString('utf8'));
@@ -61,7 +63,9 @@ export function registerKeepalivedRoutes(routes: Routes, deps: KeepalivedDeps, r
 
   routes.get('/listeners/:listenerId/udp_listener', async (req: Request, res: Response) => {
     const id = String(req.params.listenerId);
-    const text = isObjectId(id) ? await readTextIfExists(lvsInstance(deps.basePath(), id).config) : null;
+    const why = deps.refusal('listenerId', id);
+    if (why !== null) return sendMessage(res, 400, 'Invalid request', why);
+    const text = await readTextIfExists(lvsInstance(deps.basePath(), id).config);
     if (text === null) return sendMessage(res, 404, 'UDP Listener Not Found', `No UDP listener with UUID: ${id}`);
     sendText(res, text);
   });

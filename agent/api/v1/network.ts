@@ -6,7 +6,7 @@ import { explode, ipFamily, parseCidr } from '../../net/ip.js';
 import { plugNetwork, plugVip, type PlugSettings } from '../../net/plug.js';
 import { amphoraNamespace, interfaceWithAddress } from '../../net/interfaces.js';
 import { sendJson, sendMessage } from '../errors.js';
-import { applyVipRules, isVipRuleList } from '../../net/nftables.js';
+import { applyVipRules, vipRulesRefusal } from '../../net/nftables.js';
 import { BadRequestError, InvalidRequestError, sendV1Error } from './errors.js';
 import type { Logger } from '../../log.js';
 
@@ -125,9 +125,9 @@ export function registerNetworkRoutes(routes: Routes, settings: () => PlugSettin
     const { netns, basePath } = settings();
     if (!(await interfaceWithAddress(netns, address))) return sendMessage(res, 404, 'Error interface not found for IP address');
     try {
-      if (!isVipRuleList(req.body)) throw new BadRequestError('Invalid rules information');
-      // A cidr nftables cannot parse is bad input, not a server error.
-      for (const rule of req.body) if (rule.cidr !== null) parseOrBad(rule.cidr, 'Invalid rules information');
+      // Bad input is a 400 before the rules file is touched, never an nft failure (500) that leaves the file for the next bring-up.
+      const refusal = vipRulesRefusal(req.body);
+      if (refusal !== null) throw new BadRequestError(`Invalid rules information: ${refusal}`);
       await applyVipRules(basePath, amphoraNamespace({ netns }), req.body);
       sendMessage(res, 200, 'OK');
     } catch (err) {

@@ -18,7 +18,8 @@ import { listenerInventory, processCounts } from '../../loadbalancer/inventory.j
 import type { ApplyMetrics } from '../../loadbalancer/metrics.js';
 import { lvsActionOf, V1Service } from '../../loadbalancer/v1-service.js';
 import { sendFrameworkError, sendJson, sendMessage } from '../errors.js';
-import { isObjectId, isPemFilename } from '../params.js';
+import { isPemFilename } from '../params.js';
+import { idRefusal } from '../reserved-ids.js';
 import { Routes } from '../routes.js';
 import { InvalidCertificateError, InvalidRequestError, sendV1Error } from './errors.js';
 import { isAction, sendText } from './http.js';
@@ -66,11 +67,15 @@ export function createV1Router(deps: V1Deps): Router {
   const config = () => deps.config.current;
   const basePath = () => config().haproxyAmphora.basePath;
 
-  /** Reject path parameters that are not plain ids, before any handler sees them. */
+  /** Why a path parameter is not an id (reserved-ids.ts), else null: checked before any handler sees it. */
+  const refusal = (name: string, value: string) => {
+    const why = idRefusal(config(), value);
+    return why === null ? null : `Invalid ${name} ${JSON.stringify(value)}: ${why}`;
+  };
   const ids = (...names: string[]) => (req: Request, res: Response, next: () => void) => {
     for (const n of names) {
-      const v = req.params[n] as string | undefined;
-      if (v === undefined || !isObjectId(v)) return sendMessage(res, 400, 'Invalid request', `Invalid ${n}: ${JSON.stringify(v)}`);
+      const why = refusal(n, String(req.params[n]));
+      if (why !== null) return sendMessage(res, 400, 'Invalid request', why);
     }
     next();
   };
@@ -115,11 +120,11 @@ export function createV1Router(deps: V1Deps): Router {
     sendText(res, text, md5(text));
   });
 
-  routes.put('/loadbalancer/:objectId/:action', async (req, res) => {
+  routes.put('/loadbalancer/:objectId/:action', ids('objectId'), async (req, res) => {
     const action = String(req.params.action).toLowerCase();
     if (!isAction(action)) return sendV1Error(res, new InvalidRequestError('Invalid Request', `Unknown action: ${req.params.action}`));
     const id = req.params.objectId as string;
-    const object = isObjectId(id) ? await service.objectOf(id) : null;
+    const object = await service.objectOf(id);
     if (object === null) return sendV1Error(res, new LoadBalancerNotFoundError(id));
     if (object === 'lvs') {
       const lvsAction = lvsActionOf(action);
@@ -143,9 +148,9 @@ export function createV1Router(deps: V1Deps): Router {
     }
   });
 
-  routes.delete('/listeners/:objectId', async (req, res) => {
+  routes.delete('/listeners/:objectId', ids('objectId'), async (req, res) => {
     const id = req.params.objectId as string;
-    const object = isObjectId(id) ? await service.objectOf(id) : null;
+    const object = await service.objectOf(id);
     try {
       if (object === 'haproxy') await service.removeHaproxy(id);
       else if (object === 'lvs') await service.removeLvs(id);
@@ -156,7 +161,8 @@ export function createV1Router(deps: V1Deps): Router {
   });
 
   const certParams = (req: Request, res: Response, next: () => void) => {
-    if (!isObjectId(String(req.params.lbId))) return sendMessage(res, 400, 'Invalid request', 'Invalid lbId');
+    const why = refusal('lbId', String(req.params.lbId));
+    if (why !== null) return sendMessage(res, 400, 'Invalid request', why);
     if (!isPemFilename(String(req.params.filename))) return sendMessage(res, 400, 'Filename has wrong format');
     next();
   };
@@ -208,7 +214,7 @@ export function createV1Router(deps: V1Deps): Router {
     sendMessage(res, 202, 'OK');
   });
 
-  registerKeepalivedRoutes(routes, { basePath, service }, raw);
+  registerKeepalivedRoutes(routes, { basePath, service, refusal }, raw);
   registerNetworkRoutes(routes, () => ({ ...networkSettings(config()), topology: config().controllerWorker.loadbalancerTopology }), deps.log);
   return r;
 }

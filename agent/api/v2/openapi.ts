@@ -5,14 +5,14 @@
 // (`node dist/agent/main.js openapi > docs/openapi-2.0.json`; a test compares them).
 import { APPLY_PLANS, PUT_RESULTS } from '../../outcome.js';
 import { LOAD_BALANCER_SCHEMA, MEMBER_SCHEMA } from '../../spec/schema.js';
-import { OBJECT_ID_PATTERN, PEM_FILENAME_PATTERN } from '../params.js';
+import { OBJECT_ID_PATTERN, PEM_FILENAME_PATTERN, SPEC_NAME_PATTERN } from '../params.js';
 
 const json = (schema: object) => ({ 'application/json': { schema } });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const error = (description: string) => ({ description, content: json(ref('Error')) });
 const lbId = { name: 'lb_id', in: 'path', required: true, schema: { type: 'string', pattern: OBJECT_ID_PATTERN } };
-const poolId = { name: 'pool_id', in: 'path', required: true, schema: { type: 'string', pattern: OBJECT_ID_PATTERN } };
-const memberId = { name: 'member_id', in: 'path', required: true, schema: { type: 'string', pattern: OBJECT_ID_PATTERN } };
+const poolId = { name: 'pool_id', in: 'path', required: true, schema: { type: 'string', pattern: SPEC_NAME_PATTERN } };
+const memberId = { name: 'member_id', in: 'path', required: true, schema: { type: 'string', pattern: SPEC_NAME_PATTERN } };
 const dryRun = { name: 'dry_run', in: 'query', required: false, schema: { type: 'boolean' },
   description: 'Validate and render only: returns the config and the change plan, haproxy is not touched.' };
 const certName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: PEM_FILENAME_PATTERN } };

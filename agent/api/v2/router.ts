@@ -6,13 +6,17 @@ import type { Logger } from '../../log.js';
 import type { LoadBalancerService, PutResult } from '../../loadbalancer/service.js';
 import type { ApplyMetrics } from '../../loadbalancer/metrics.js';
 import { sendJson } from '../errors.js';
-import { isObjectId, isPemFilename } from '../params.js';
+import { isPemFilename, isSpecName } from '../params.js';
+import { idRefusal } from '../reserved-ids.js';
+import type { ConfigStore } from '../../config/store.js';
 import { Routes } from '../routes.js';
 import { sendV2Error as fail, sendV2Failure } from './errors.js';
 import { openApiDocument } from './openapi.js';
 
 export interface V2Deps {
   loadBalancers: LoadBalancerService;
+  /** For the names no load balancer id may take (reserved-ids.ts). */
+  config: ConfigStore;
   metrics: ApplyMetrics;
   log: Logger;
 }
@@ -28,7 +32,8 @@ export function createV2Router(deps: V2Deps): Router {
   const pem = express.raw({ type: () => true, limit: '1mb' });
 
   const lbParam = (req: Request, res: Response, next: NextFunction) => {
-    if (!isObjectId(String(req.params.lbId))) return fail(res, 400, 'invalid_request', `invalid load balancer id ${JSON.stringify(req.params.lbId)}`);
+    const why = idRefusal(deps.config.current, String(req.params.lbId));
+    if (why !== null) return fail(res, 400, 'invalid_request', `invalid load balancer id ${JSON.stringify(req.params.lbId)}: ${why}`);
     next();
   };
   const certParam = (req: Request, res: Response, next: NextFunction) => {
@@ -67,7 +72,7 @@ export function createV2Router(deps: V2Deps): Router {
   const memberPath = '/loadbalancers/:lbId/pools/:poolId/members/:memberId';
   const memberParams = (req: Request, res: Response, next: NextFunction) => {
     for (const name of ['poolId', 'memberId']) {
-      if (!isObjectId(String(req.params[name]))) return fail(res, 400, 'invalid_request', `invalid ${name === 'poolId' ? 'pool' : 'member'} id ${JSON.stringify(req.params[name])}`);
+      if (!isSpecName(String(req.params[name]))) return fail(res, 400, 'invalid_request', `invalid ${name === 'poolId' ? 'pool' : 'member'} id ${JSON.stringify(req.params[name])}`);
     }
     next();
   };
