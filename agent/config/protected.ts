@@ -112,6 +112,71 @@ export interface Merged {
   kept: string[];
 }
 
+type KeptKey = ReturnType<typeof keptKeys>[number];
+
+/** `key = value` lines as ini reads them back (arrays as `key[] = ...`, one line each). */
+function lines(key: string, value: unknown): string[] {
+  return Array.isArray(value) ? value.map((v) => `${ini.safe(`${key}[]`)} = ${ini.safe(String(v))}`) : [`${ini.safe(key)} = ${ini.safe(String(value))}`];
+}
+
+/**
+ * The sent text with the lines setting `keys` dropped, and the
+ * amphora's lines added under the first header of their section: the
+ * controller's file stays readable as it wrote it. Lines are read with ini's
+ * own rules (its header and `key = value` patterns, unquoted keys, `key[]`).
+ */
+function editLines(sent: string, keys: KeptKey[], ownDoc: Section): string {
+  const isKept = new Set(keys.map((k) => `${k.section} ${k.key}`));
+  const mine = new Map<string, string[]>();
+  for (const { section: sec, key } of keys) {
+    const v = section(ownDoc, sec)?.[key];
+    if (v !== undefined) mine.set(sec, [...(mine.get(sec) ?? []), ...lines(key, v)]);
+  }
+  const out: string[] = [];
+  let current: string | null = null;
+  for (const line of sent.split(/\r\n|\r|\n/)) {
+    const header = /^\[([^\]]*)\]\s*$/.exec(line);
+    if (header) {
+      current = ini.unsafe(header[1]!);
+      out.push(line, ...(mine.get(current) ?? []));
+      mine.delete(current);
+      continue;
+    }
+    const pair = /^\s*[;#]/.test(line) ? null : /^([^=]+)(=(.*))?$/.exec(line);
+    const key = pair ? ini.unsafe(pair[1]!).replace(/\[\]$/, '') : null;
+    if (current !== null && key !== null && isKept.has(`${current} ${key}`)) continue;
+    out.push(line);
+  }
+  const added = [...mine].flatMap(([sec, own]) => [`[${ini.safe(sec)}]`, ...own]);
+  if (added.length > 0 && out[out.length - 1] === '') out.pop();
+  return [...out, ...added, ...(added.length > 0 ? [''] : [])].join('\n');
+}
+
+/** The sent file rewritten whole from its parsed form: for shapes the line edit cannot keep (dotted sections...). */
+function rewrite(sentDoc: Section, keys: KeptKey[], ownDoc: Section): string {
+  const doc = structuredClone(sentDoc);
+  for (const { section: sec, key } of keys) {
+    delete section(doc, sec)?.[key];
+    const v = section(ownDoc, sec)?.[key];
+    if (v === undefined) continue;
+    const target = section(doc, sec) ?? {};
+    doc[sec] = target;
+    target[key] = v;
+  }
+  return ini.stringify(doc, { whitespace: true });
+}
+
+/** `text` read as the agent reads it; throws ConfigError unless every kept option has the amphora's value. */
+function readBack(text: string, keys: KeptKey[], own: { doc: Section; config: AgentConfig }): AgentConfig {
+  const config = parseAgentConfig(text);
+  const doc = ini.parse(text) as Section;
+  for (const { section: sec, key, value } of keys) {
+    const same = value ? isDeepStrictEqual(value(config), value(own.config)) : raw(doc, sec, key) === raw(own.doc, sec, key);
+    if (!same) throw new ConfigError(`[${sec}] ${key}: the configuration sets it in a form the agent cannot keep the amphora's value in`);
+  }
+  return config;
+}
+
 /**
  * `sent` with every kept option as in `own` (set as there, or unset as there).
  * Throws ConfigError when the result is not a configuration the agent runs with.
@@ -122,29 +187,26 @@ export function keepAmphoraValues(own: string, sent: string): Merged {
   const ownConfig = parseAgentConfig(own);
   const sentConfig = parsed(sent);
   const keys = keptKeys(ownDoc, sentDoc);
-  const differing: string[] = [];
+  const kept: string[] = [];
   for (const { section: sec, key, value } of keys) {
-    const into = section(sentDoc, sec);
-    if (into && key in into) {
-      // A different spelling of the same value (True/true, a default written out) is no difference.
-      const same = value && sentConfig ? isDeepStrictEqual(value(sentConfig), value(ownConfig)) : raw(sentDoc, sec, key) === raw(ownDoc, sec, key);
-      if (!same) differing.push(`[${sec}] ${key}`);
-      delete into[key];
-    }
-    const mine = section(ownDoc, sec)?.[key];
-    if (mine !== undefined) {
-      const target = section(sentDoc, sec) ?? {};
-      sentDoc[sec] = target;
-      target[key] = mine;
+    if (!(key in (section(sentDoc, sec) ?? {}))) continue;
+    // A different spelling of the same value (True/true, a default written out) is no difference.
+    const same = value && sentConfig ? isDeepStrictEqual(value(sentConfig), value(ownConfig)) : raw(sentDoc, sec, key) === raw(ownDoc, sec, key);
+    if (!same) kept.push(`[${sec}] ${key}`);
+  }
+  // The sent file as it is when it has the amphora's values already (Octavia's
+  // controller renders the same template the amphora booted with), else edited
+  // line by line, else rewritten whole; each read back before it is taken.
+  const differing = keys.filter(({ section: sec, key }) => raw(sentDoc, sec, key) !== raw(ownDoc, sec, key));
+  const candidates = differing.length === 0 ? [() => sent] : [() => editLines(sent, differing, ownDoc), () => rewrite(sentDoc, keys, ownDoc)];
+  let refusal: unknown;
+  for (const make of candidates) {
+    const text = make();
+    try {
+      return { text, config: readBack(text, keys, { doc: ownDoc, config: ownConfig }), kept };
+    } catch (err) {
+      refusal = err;
     }
   }
-  const text = ini.stringify(sentDoc, { whitespace: true });
-  const config = parseAgentConfig(text);
-  // Read back as the agent reads it: the kept values must be the amphora's, whatever the sent file's shape.
-  const mergedDoc = ini.parse(text) as Section;
-  for (const { section: sec, key, value } of keys) {
-    const same = value ? isDeepStrictEqual(value(config), value(ownConfig)) : raw(mergedDoc, sec, key) === raw(ownDoc, sec, key);
-    if (!same) throw new ConfigError(`[${sec}] ${key}: the configuration sets it in a form the agent cannot keep the amphora's value in`);
-  }
-  return { text, config, kept: differing };
+  throw refusal;
 }

@@ -109,14 +109,6 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: o }, i) => {
 
     const put = await apiRequest(agent, 'PUT', '/1.0/config', { raw: evil });
     assert.is(put.status, 202, put.text);
-    assert.is(put.json.message, 'OK');
-    assert.equal([...put.json.kept].sort(), [
-      '[amphora_agent] agent_server_ca', '[amphora_agent] agent_server_cert', '[amphora_agent] agent_server_network_dir',
-      '[amphora_agent] config_policy', '[amphora_agent] config_policy_extension', '[amphora_agent] network_namespace',
-      '[amphora_agent] process_manager', '[amphora_agent] systemd_unit_dir', '[amphora_agent] user_group_file',
-      '[haproxy_amphora] base_cert_dir', '[haproxy_amphora] base_path', '[haproxy_amphora] haproxy_cmd',
-    ]);
-    assert.match(put.json.details, /kept its own values of .*config_policy/);
 
     // The certificate goes to the amphora's own server.pem, and the API serves it.
     const renewed = readFileSync(issue(agent.serverCa, 'agent-renewed', { dnsName: agent.amphoraId, usage: 'serverAuth' }).pem, 'utf8');
@@ -125,6 +117,15 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: o }, i) => {
     assert.not.ok(existsSync(marker), 'PUT /1.0/certificate wrote the marker');
     assert.is(readFileSync(ownCert, 'utf8'), renewed);
     assert.is((await apiRequest(agent, 'GET', '/1.0/info')).status, 200);
+    // The answer names what the amphora kept.
+    assert.is(put.json.message, 'OK');
+    assert.equal([...put.json.kept].sort(), [
+      '[amphora_agent] agent_server_ca', '[amphora_agent] agent_server_cert', '[amphora_agent] agent_server_network_dir',
+      '[amphora_agent] config_policy', '[amphora_agent] config_policy_extension', '[amphora_agent] network_namespace',
+      '[amphora_agent] process_manager', '[amphora_agent] systemd_unit_dir', '[amphora_agent] user_group_file',
+      '[haproxy_amphora] base_cert_dir', '[haproxy_amphora] base_path', '[haproxy_amphora] haproxy_cmd',
+    ]);
+    assert.match(put.json.details, /kept its own values of .*config_policy/);
 
     // The policy is still on: a program section is refused, the config itself accepted and run from the agent's own directories.
     const config = await peer.renderConfig({

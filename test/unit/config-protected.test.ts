@@ -138,6 +138,25 @@ test('the attack: config_policy off and agent_server_cert repointed are kept as 
   assert.is(stored.healthManager.heartbeatKey, 'new-key', 'the rest is still taken');
 });
 
+test("the controller's file with the amphora's values is stored as sent, byte for byte", () => {
+  const own = controllerFile();
+  const sent = controllerFile().replace('heartbeat_key = new-key', 'heartbeat_key = newer-key');
+  const m = keepAmphoraValues(own, sent);
+  assert.is(m.text, sent);
+  assert.equal(m.kept, []);
+});
+
+test("a file that differs keeps the controller's lines, comments and order; only the kept options' lines change", () => {
+  const sent = `# written by the controller\n${controllerFile({ agent_server_cert: '/tmp/evil', extra: 'config_policy = false' })}`;
+  const m = keepAmphoraValues(OWN, sent);
+  const dropped = ['agent_server_cert = /tmp/evil', 'config_policy = false'];
+  const added = ['agent_server_cert = /etc/octavia/certs/server.pem', 'process_manager = direct', 'network_namespace = amphora-haproxy',
+    'systemd_unit_dir = /usr/lib/systemd/system', 'config_policy_extension = /etc/octavia/policy-extension.conf'];
+  const expected = sent.split('\n').filter((l) => !dropped.includes(l));
+  assert.equal(m.text.split('\n').filter((l) => !added.includes(l)), expected);
+  assert.is(m.text.indexOf('[amphora_agent]\nagent_server_cert = /etc/octavia/certs/server.pem\n'), m.text.indexOf('[amphora_agent]'));
+});
+
 test('every kept option repointed at once: all keep the amphora\'s values', () => {
   const evil = {
     base_path: '/tmp/x', base_cert_dir: '/tmp/x/c', haproxy_cmd: '/tmp/x/sh', agent_server_ca: '/tmp/x/ca', agent_server_cert: '/tmp/x/cert',
