@@ -43,7 +43,7 @@ export const OPTION_CLASSES: readonly OptionClass[] = [
   taken('haproxy_amphora', 'user_log_facility', 'a syslog facility number 0-7'),
   taken('haproxy_amphora', 'administrative_log_facility', 'a syslog facility number 0-7'),
   taken('haproxy_amphora', 'connection_logging', '2.0 renderer setting'),
-  taken('haproxy_amphora', 'user_log_format', '2.0 renderer setting (a log-format line, judged like any config)'),
+  kept('haproxy_amphora', 'user_log_format', 'written into haproxy configs as is (sample fetches); Octavia never sends it', (c) => c.render.userLogFormat),
   taken('haproxy_amphora', 'timeout_client_data', '2.0 renderer setting'),
   taken('haproxy_amphora', 'timeout_member_connect', '2.0 renderer setting'),
   taken('haproxy_amphora', 'timeout_member_data', '2.0 renderer setting'),

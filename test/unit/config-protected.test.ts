@@ -109,7 +109,7 @@ test('the kept options: programs, secret, trust and written paths, the namespace
     '[amphora_agent] agent_server_ca', '[amphora_agent] agent_server_cert', '[amphora_agent] agent_server_network_dir',
     '[amphora_agent] config_policy', '[amphora_agent] network_namespace', '[amphora_agent] process_manager',
     '[amphora_agent] systemd_unit_dir', '[amphora_agent] user_group_file',
-    '[haproxy_amphora] base_cert_dir', '[haproxy_amphora] base_path', '[haproxy_amphora] haproxy_cmd',
+    '[haproxy_amphora] base_cert_dir', '[haproxy_amphora] base_path', '[haproxy_amphora] haproxy_cmd', '[haproxy_amphora] user_log_format',
   ]);
   assert.ok(OPTION_CLASSES.every((o) => !o.kept || o.value), 'a kept option without its value to compare');
 });
@@ -192,6 +192,21 @@ test('a different spelling of the same value is not a difference; an unparsable 
   const m = keepAmphoraValues(OWN, controllerFile({ extra: 'process_manager = bogus' }));
   assert.equal(m.kept, ['[amphora_agent] process_manager']);
   assert.is(m.config.amphoraAgent.processManager, 'direct');
+});
+
+test('user_log_format: Octavia\'s default passes; escapes, quotes, comments, variables and control characters are refused', () => {
+  const format = (v: string) => parseAgentConfig(`[haproxy_amphora]\nuser_log_format = ${v}\n`).render.userLogFormat;
+  assert.is(format('{{ project_id }} {{ lb_id }} %f %ci %cp %t %{+Q}r %ST %B %U %[ssl_c_verify] %{+Q}[ssl_c_s_dn] %b %s %Tt %tsc'),
+    '{{ project_id }} {{ lb_id }} %f %ci %cp %t %{+Q}r %ST %B %U %[ssl_c_verify] %{+Q}[ssl_c_s_dn] %b %s %Tt %tsc');
+  for (const bad of ['%ci\\x00', '%ci \\n program', '%ci"x', "%ci'x", '%ci \\# x', '%[str($HOME)]', '%ci\t%cp']) {
+    assert.throws(() => format(bad), /user_log_format/, bad);
+  }
+  // ini's own comment: haproxy never sees it.
+  assert.is(format('%ci # x'), '%ci');
+  // Kept through a PUT, like the other options that end up in haproxy's configs as written.
+  const m = keepAmphoraValues(OWN, controllerFile().replace('[haproxy_amphora]\n', '[haproxy_amphora]\nuser_log_format = %[env(HOME)]\n'));
+  assert.equal(m.kept, ['[haproxy_amphora] user_log_format']);
+  assert.not.match(m.config.render.userLogFormat, /env/);
 });
 
 test('bad values of the options the controller may change are still refused', () => {
