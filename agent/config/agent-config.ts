@@ -120,6 +120,18 @@ function stickSize(v: string): string {
   return v;
 }
 
+/**
+ * The 2.0 renderer writes user_log_format into a log-format line, escaping
+ * only its spaces: a character haproxy's parser would read otherwise
+ * (escapes, quotes, `#` comments, `$` environment variables) is refused.
+ */
+function logFormat(v: string): string {
+  if (!/^[\x20-\x7e]*$/.test(v) || /[\\"'#$]/.test(v)) {
+    throw new ConfigError(`[haproxy_amphora] user_log_format: "${v}" has a character haproxy would interpret (\\ " ' # $) or a control character`);
+  }
+  return v;
+}
+
 export function parseAgentConfig(text: string): AgentConfig {
   const doc = ini.parse(text) as Record<string, Section>;
   const ha = doc.haproxy_amphora;
@@ -179,7 +191,7 @@ export function parseAgentConfig(text: string): AgentConfig {
       basePath,
       baseCertDir,
       connectionLogging: bool(ha, 'haproxy_amphora', 'connection_logging', D.connectionLogging),
-      userLogFormat: str(ha, 'user_log_format', D.userLogFormat),
+      userLogFormat: logFormat(str(ha, 'user_log_format', D.userLogFormat)),
       userLogFacility,
       administrativeLogFacility,
       timeoutClientData: int(ha, 'haproxy_amphora', 'timeout_client_data', D.timeoutClientData, 0, 2073600000),

@@ -41,6 +41,7 @@ const BLOCKS = {
   'runtime-cli-injection': [23700, 30],
   'haproxy-environment': [23730, 20],
   'ids-and-vip-rules': [23750, 10],
+  'config-protected': [22700, 50],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;

@@ -194,12 +194,16 @@ export function createV1Router(deps: V1Deps): Router {
   });
 
   routes.put('/config', raw, async (req, res) => {
+    let kept: string[];
     try {
-      await deps.config.replace(bodyOf(req).toString('utf8'));
+      kept = await deps.config.replace(bodyOf(req).toString('utf8'));
     } catch (err) {
       return sendV1Error(res, err);
     }
-    sendMessage(res, 202, 'OK');
+    // Octavia's controller only looks at the status: the rest of its file is
+    // taken, so it keeps working; the answer says what was not.
+    if (kept.length === 0) return sendMessage(res, 202, 'OK');
+    sendJson(res, 202, { message: 'OK', details: `The amphora kept its own values of ${kept.join(', ')}`, kept });
   });
 
   routes.put('/certificate', raw, async (req, res) => {
