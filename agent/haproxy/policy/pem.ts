@@ -1,0 +1,80 @@
+// What a certificate file may hold: PEM blocks of certificates, private keys
+// and CRLs, and whitespace between them, nothing else. haproxy and OpenSSL
+// skip text around PEM blocks, so a file that is "PEM plus something" could
+// be read as something else elsewhere (a crt-list, a path); here it is
+// refused. Octavia's controller sends certificate, key and intermediates
+// (build_pem in octavia/common/tls_utils/cert_parser.py, 11 to 19), client
+// CAs and CRLs as stored in Barbican; all of them are only such blocks.
+// Pure: bytes in, the labels found or the reason out.
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+
+/** The PEM labels a load balancer's certificate files may hold, and what each is. */
+const LABELS = new Map([
+  ['CERTIFICATE', 'certificate'],
+  ['X509 CRL', 'crl'],
+  ['PRIVATE KEY', 'key'],
+  // Octavia re-serializes keys as OpenSSL's traditional format (prepare_private_key).
+  ['RSA PRIVATE KEY', 'key'],
+  ['EC PRIVATE KEY', 'key'],
+]);
+
+const BEGIN = /^-----BEGIN ([A-Z0-9 ]+)-----$/;
+const END = /^-----END ([A-Z0-9 ]+)-----$/;
+const BASE64_LINE = /^[A-Za-z0-9+/]+={0,2}$/;
+
+export type PemRead = { ok: true; labels: string[] } | { ok: false; reason: string };
+
+/** Reads `data` as a PEM file of certificates, keys and CRLs; each block's content must parse as what its label says. */
+export function readPem(data: Buffer): PemRead {
+  const bad = data.findIndex((b) => !(b === 0x09 || b === 0x0a || b === 0x0d || (b >= 0x20 && b < 0x7f)));
+  if (bad >= 0) return { ok: false, reason: `holds binary data (byte 0x${data[bad]!.toString(16).padStart(2, '0')} at offset ${bad}), not PEM text` };
+  const lines = data.toString('latin1').split('\n');
+  if (lines.at(-1) === '') lines.pop(); // what follows the last newline
+  const labels: string[] = [];
+  let open: { label: string; line: number; body: string[] } | null = null;
+  for (const [i, raw] of lines.entries()) {
+    const text = raw.replace(/[ \t\r]+$/, '');
+    const n = i + 1;
+    if (open === null) {
+      if (text.trim() === '') continue;
+      const begin = BEGIN.exec(text);
+      if (!begin) return { ok: false, reason: `line ${n} is outside any PEM block: ${JSON.stringify(clip(text))}` };
+      if (!LABELS.has(begin[1]!)) {
+        return { ok: false, reason: `line ${n}: a ${JSON.stringify(begin[1])} block; only ${[...LABELS.keys()].join(', ')} blocks are accepted` };
+      }
+      open = { label: begin[1]!, line: n, body: [] };
+      continue;
+    }
+    const end = END.exec(text);
+    if (end) {
+      if (end[1] !== open.label) return { ok: false, reason: `line ${n} ends a ${end[1]} block that line ${open.line} began as ${open.label}` };
+      const why = blockProblem(open.label, open.body.join(''));
+      if (why) return { ok: false, reason: `the ${open.label} block of line ${open.line} ${why}` };
+      labels.push(open.label);
+      open = null;
+    } else if (BASE64_LINE.test(text)) {
+      open.body.push(text);
+    } else {
+      return { ok: false, reason: `line ${n} inside the ${open.label} block of line ${open.line} is not base64: ${JSON.stringify(clip(text))}` };
+    }
+  }
+  if (open !== null) return { ok: false, reason: `the ${open.label} block of line ${open.line} never ends` };
+  if (labels.length === 0) return { ok: false, reason: 'holds no PEM block (certificate, private key or CRL)' };
+  return { ok: true, labels };
+}
+
+/** Why a block's base64 does not hold what its label says, or null. */
+function blockProblem(label: string, base64: string): string | null {
+  const der = Buffer.from(base64, 'base64');
+  // A DER SEQUENCE; base64 that decodes to anything else is not a certificate, key or CRL.
+  if (der.length < 2 || der[0] !== 0x30) return 'does not hold DER data';
+  try {
+    if (LABELS.get(label) === 'certificate') new X509Certificate(der);
+    else if (LABELS.get(label) === 'key') createPrivateKey({ key: der, format: 'der', type: label === 'RSA PRIVATE KEY' ? 'pkcs1' : label === 'EC PRIVATE KEY' ? 'sec1' : 'pkcs8' });
+  } catch (err) {
+    return `does not parse: ${(err as Error).message}`;
+  }
+  return null;
+}
+
+const clip = (s: string) => (s.length > 80 ? `${s.slice(0, 80)}...` : s);
