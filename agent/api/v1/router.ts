@@ -13,7 +13,7 @@ import { collectDetails } from '../../info/details.js';
 import { writeFileAtomic } from '../../system/files.js';
 import type { Logger } from '../../log.js';
 import { networkSettings } from '../../net/interfaces.js';
-import { readCertificate, removeCertificate, storeCertificate } from '../../loadbalancer/certificates.js';
+import { InvalidCertificateFileError, readCertificate, removeCertificate, storeCertificate } from '../../loadbalancer/certificates.js';
 import { listenerInventory, processCounts } from '../../loadbalancer/inventory.js';
 import type { ApplyMetrics } from '../../loadbalancer/metrics.js';
 import { lvsActionOf, V1Service } from '../../loadbalancer/v1-service.js';
@@ -171,8 +171,9 @@ export function createV1Router(deps: V1Deps): Router {
   routes.put(certificatePath, certParams, raw, async (req, res) => {
     const body = bodyOf(req);
     try {
-      await storeCertificate(config(), req.params.lbId as string, req.params.filename as string, body);
+      await storeCertificate(config(), req.params.lbId as string, req.params.filename as string, body, { crtList: true });
     } catch (err) {
+      if (err instanceof InvalidCertificateFileError) return sendMessage(res, 400, 'Invalid certificate file', err.message);
       return sendV1Error(res, err);
     }
     res.setHeader('ETag', md5(body));

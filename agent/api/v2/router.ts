@@ -3,6 +3,7 @@
 // (errors.ts: {"error": <word>, "message": ..., "problems"?: [...]}).
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Logger } from '../../log.js';
+import { InvalidCertificateFileError } from '../../loadbalancer/certificates.js';
 import type { LoadBalancerService, PutResult } from '../../loadbalancer/service.js';
 import type { ApplyMetrics } from '../../loadbalancer/metrics.js';
 import { sendJson } from '../errors.js';
@@ -114,12 +115,10 @@ export function createV2Router(deps: V2Deps): Router {
 
   routes.put('/loadbalancers/:lbId/certificates/:name', lbParam, certParam, pem, async (req, res) => {
     const data = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    if (!/-----BEGIN [A-Z0-9 ]+-----/.test(data.toString('latin1'))) {
-      return fail(res, 400, 'invalid_certificate', 'the body is not a PEM file (certificate with key, CA certificate or CRL)');
-    }
     try {
       await loadBalancers.putCertificate(String(req.params.lbId), String(req.params.name), data);
     } catch (err) {
+      if (err instanceof InvalidCertificateFileError) return fail(res, 400, 'invalid_certificate', `the body is ${err.message}`);
       return sendV2Failure(res, err);
     }
     res.status(204).end();
