@@ -42,6 +42,7 @@ const BLOCKS = {
   'haproxy-environment': [23730, 20],
   'ids-and-vip-rules': [23750, 10],
   'config-protected': [22700, 50],
+  'policy-files': [23300, 40],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;
