@@ -178,7 +178,7 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
   });
 
   t('delete: haproxy stops, the load balancer and its certificates are gone', async () => {
-    await peer.call('upload_cert_pem', LB, 'cert-2.pem', 'x');
+    await peer.call('upload_cert_pem', LB, 'cert-2.pem', readFileSync(agent.client.pem, 'utf8'));
     await peer.call('delete_listener', LB);
     assert.equal(await peer.call('get_all_listeners'), []);
     assert.not.ok(existsSync(agentHaproxy(agent, LB).files.dir));
