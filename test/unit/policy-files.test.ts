@@ -172,8 +172,10 @@ test('PEM reading: Octavia\'s bundle, CRLs, and what is not PEM', () => {
   no(Buffer.concat([bundle, Buffer.from('trailing junk\n')]), /outside any PEM block: "trailing junk"/);
   no(`explanatory text\n${PEM}`, /line 1 is outside any PEM block/);
   no('-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n', /"OPENSSH PRIVATE KEY" block; only CERTIFICATE/);
-  no('-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----\n', /does not parse/);
-  no('-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n', /does not hold DER data/);
+  no('-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----\n', /DER structure says/);
+  const lines = PEM.toString().split('\n');
+  no([...lines.slice(0, 2), ...lines.slice(3)].join('\n'), /the CERTIFICATE block of line 1 holds \d+ bytes where its DER structure says/);
+  no('-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n', /does not hold a DER structure/);
   no('-----BEGIN CERTIFICATE-----\n/etc/shadow x\n-----END CERTIFICATE-----\n', /is not base64/);
   no(PEM.toString().replace('-----END CERTIFICATE-----', '-----END X509 CRL-----'), /ends a X509 CRL block/);
   no(PEM.toString().replace(/-----END PRIVATE KEY-----\s*$/, ''), /never ends/);
