@@ -112,11 +112,11 @@ test('a hard link (to the agent\'s key, say) is refused', async () => {
   await refused(ref(join(mine, 'hard.pem')), /2 hard links/);
 });
 
-test('certificate files must be PEM: trailing junk, a path, a directory are refused', async () => {
+test('certificate files must hold PEM: a path or a directory is refused, text around the blocks is not', async () => {
   writeFileSync(join(mine, 'junk.pem'), Buffer.concat([PEM, Buffer.from('global\n  daemon\n')]));
-  await refused(ref(join(mine, 'junk.pem')), /not a PEM file.*line \d+ is outside any PEM block: "global"/);
+  await passes(ref(join(mine, 'junk.pem')));
   writeFileSync(join(mine, 'path.pem'), `${serverPem}\n`);
-  await refused(ref(join(mine, 'path.pem'), 'certificate', 'bind ca-file'), /not a PEM file/);
+  await refused(ref(join(mine, 'path.pem'), 'certificate', 'bind ca-file'), /not a PEM file.*holds no PEM block/);
   mkdirSync(join(mine, 'dir.pem'));
   await refused(ref(join(mine, 'dir.pem')), /not a regular file/);
   writeFileSync(join(mine, 'crl.pem'), CRL);
@@ -139,7 +139,9 @@ test('crt-lists: Octavia\'s form passes; /etc/shadow, another load balancer\'s o
   await refused(crtList('dotdot.pem', `${mine}/../lb-2/other.pem\n`), /line 1: .* is outside/);
   // Links inside a crt-list's entries are resolved, and what they name must be PEM.
   await refused(crtList('via-link.pem', `${join(mine, 'agent.pem')}\n`), /line 1: .*agent\.pem" leads to .*server\.pem", outside/);
-  await refused(crtList('junk-entry.pem', `${join(mine, 'junk.pem')}\n`), /line 1: .*junk\.pem" is not a PEM file/);
+  await refused(crtList('path-entry.pem', `${join(mine, 'path.pem')}\n`), /line 1: .*path\.pem" is not a PEM file/);
+  // A certificate file with text around its block is still read line by line when named as a crt-list.
+  await refused(ref(join(mine, 'junk.pem'), 'crt-list', 'bind crt-list'), /"-----BEGIN" is not an absolute path/);
 });
 
 test('crt-lists are read as haproxy reads them: relative paths, options and brackets', async () => {
@@ -166,11 +168,11 @@ test('PEM reading: Octavia\'s bundle, CRLs, and what is not PEM', () => {
     if (!r.ok) assert.match(r.reason, why);
   };
   no('', /no PEM block/);
-  no(`${serverPem}\n`, /line 1 is outside any PEM block/);
+  no(`${serverPem}\n`, /holds no PEM block/);
   no(Buffer.from([0x30, 0x82, 0x01, 0x00, 0xff]), /binary data \(byte 0x82 at offset 1\)/);
   no(Buffer.concat([bundle, Buffer.from('\0')]), /byte 0x00/);
-  no(Buffer.concat([bundle, Buffer.from('trailing junk\n')]), /outside any PEM block: "trailing junk"/);
-  no(`explanatory text\n${PEM}`, /line 1 is outside any PEM block/);
+  assert.equal(readPem(Buffer.concat([bundle, Buffer.from('trailing text\n')])).ok, true);
+  assert.equal(readPem(Buffer.from(`Certificate:\n    Data: ...\n${PEM}`)).ok, true);
   no('-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n', /"OPENSSH PRIVATE KEY" block; only CERTIFICATE/);
   no('-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----\n', /DER structure says/);
   const lines = PEM.toString().split('\n');
@@ -196,7 +198,8 @@ test('certificate uploads: PEM, or (API 1.0) a crt-list of this load balancer\'s
   no('hello world\n', /"hello" is not an absolute path/);
   no('', /names no certificate/);
   no(Buffer.from([0x30, 0x82, 0x01, 0x00]), /neither PEM nor a crt-list: byte 0x82/);
-  no(Buffer.concat([PEM, Buffer.from('\n/etc/shadow\n')]), /not a PEM file.*"\/etc\/shadow"/);
+  // Text beside a block is kept (haproxy skips it); named as a crt-list, the file is read line by line.
+  assert.is(certificateFileProblem(config, LB, Buffer.concat([PEM, Buffer.from('\n/etc/shadow\n')]), octavia), null);
 
   await storeCertificate(config, LB, 'up.pem', octaviaBundle(), octavia);
   assert.equal(readFileSync(join(mine, 'up.pem')), octaviaBundle());

@@ -1,11 +1,15 @@
 // What a certificate file may hold: PEM blocks of certificates, private keys
-// and CRLs, and whitespace between them, nothing else. haproxy and OpenSSL
-// skip text around PEM blocks, so a file that is "PEM plus something" could
-// be read as something else elsewhere (a crt-list, a path); here it is
-// refused. Octavia's controller sends certificate, key and intermediates
-// (build_pem in octavia/common/tls_utils/cert_parser.py, 11 to 19), client
-// CAs and CRLs as stored in Barbican; all of them are only such blocks.
-// Pure: bytes in, the labels found or the reason out.
+// and CRLs, each one DER structure, and printable text between them. Text
+// around the blocks is what `openssl x509 -text` and CA bundles carry, and
+// Octavia's API takes client CAs and CRLs with it (cryptography reads past
+// it), so refusing it would put such a tenant's listener in ERROR. It cannot
+// smuggle anything: haproxy and OpenSSL skip it when they read certificates,
+// and a file named as a crt-list is read line by line (crt-list.ts) whatever
+// it holds. What is refused: no block at all (a path, a word), binary bytes,
+// a block that is not base64 of one DER structure, labels outside the list.
+// Octavia's controller sends certificate, key and intermediates (build_pem in
+// octavia/common/tls_utils/cert_parser.py, 11 to 19), client CAs and CRLs as
+// stored in Barbican. Pure: bytes in, the labels found or the reason out.
 /** The PEM labels a load balancer's certificate files may hold. */
 const LABELS = new Set([
   'CERTIFICATE', 'X509 CRL', 'PRIVATE KEY',
@@ -19,7 +23,7 @@ const BASE64_LINE = /^[A-Za-z0-9+/]+={0,2}$/;
 
 export type PemRead = { ok: true; labels: string[] } | { ok: false; reason: string };
 
-/** Reads `data` as a PEM file of certificates, keys and CRLs: each block one DER structure, whitespace between them. */
+/** Reads `data` as a PEM file of certificates, keys and CRLs: each block one DER structure, printable text between them. */
 export function readPem(data: Buffer): PemRead {
   const bad = data.findIndex((b) => !(b === 0x09 || b === 0x0a || b === 0x0d || (b >= 0x20 && b < 0x7f)));
   if (bad >= 0) return { ok: false, reason: `holds binary data (byte 0x${data[bad]!.toString(16).padStart(2, '0')} at offset ${bad}), not PEM text` };
@@ -31,9 +35,8 @@ export function readPem(data: Buffer): PemRead {
     const text = raw.replace(/[ \t\r]+$/, '');
     const n = i + 1;
     if (open === null) {
-      if (text.trim() === '') continue;
       const begin = BEGIN.exec(text);
-      if (!begin) return { ok: false, reason: `line ${n} is outside any PEM block: ${JSON.stringify(clip(text))}` };
+      if (!begin) continue; // text between blocks
       if (!LABELS.has(begin[1]!)) {
         return { ok: false, reason: `line ${n}: a ${JSON.stringify(begin[1])} block; only ${[...LABELS].join(', ')} blocks are accepted` };
       }
