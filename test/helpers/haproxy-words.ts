@@ -17,7 +17,7 @@ export const ACL_PREFIX = 'acl w req.hdr(x) -m str -- ';
 
 /** The config that reads `lines` as ACL patterns, one ACL per line, in a backend; no listener, no port. */
 function configFor(socket: string, lines: string[]): string {
-  return [
+  const head = [
     'global',
     `    stats socket ${socket} level admin`,
     'defaults',
@@ -26,8 +26,8 @@ function configFor(socket: string, lines: string[]): string {
     '    timeout server 1s',
     '    timeout connect 1s',
     'backend words',
-    ...lines.map((l, i) => `    ${ACL_PREFIX.replace('acl w', `acl w${i}`)}${l}`),
-  ].join('\n') + '\n';
+  ];
+  return `${[...head, ...lines.map((l, i) => `    ${ACL_PREFIX.replace('acl w', `acl w${i}`)}${l}`)].join('\n')}\n`;
 }
 
 /** One CLI command on a fresh connection; the answer as bytes in a latin1 string. */

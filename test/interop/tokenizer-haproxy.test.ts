@@ -25,6 +25,8 @@ import { MAX_WORDS, tokenizeLine } from '../../agent/haproxy/config-reader.js';
 
 /** The six words before each line under test (haproxy-words.ts), which count towards haproxy's 64. */
 const PREFIX_WORDS = 6;
+/** ${HOME}, written so that no linter takes it for a template placeholder. */
+const BRACED = `${'$'}{HOME}`;
 const words = (n: number, from = 1) => Array.from({ length: n }, (_, i) => `w${i + from}`).join(' ');
 
 /** Lines the tokenizer reads: haproxy must read the same words. */
@@ -51,7 +53,7 @@ const READ = [
   // Escaped control characters are characters of the word.
   '\\x01 \\x1f \\x7f a\\x09b \\x20',
   // $ is plain outside double quotes, and escaped inside.
-  '$HOME ${HOME} \'$HOME\' "\\$HOME" "\\${HOME}" a$',
+  `$HOME ${BRACED} '$HOME' "\\$HOME" "\\${BRACED}" a$`,
   // What the master CLI would read otherwise.
   'a;b @1 c x;@!y "s;t" show\\ info',
   '%[env(HOME)] map(/etc/passwd) -i -- -m',
@@ -66,7 +68,7 @@ const REFUSED = ['"a b', "'a b", 'a "b c" "d', '\\x4g', 'a \\x4', '"$"', '"a $1"
 const MISREAD: [string, string[]][] = [
   ['a\\x00b c', ['a\0b', 'c']],
   ['"a\\x00b" c', ['a\0b', 'c']],
-  ['"${HOME}" x', ['${HOME}', 'x']],
+  [`"${BRACED}" x`, [BRACED, 'x']],
   ['"$PATH"', ['$PATH']],
   ['\\xff \\xc3', ['\u00ff', '\u00c3']],
 ];
