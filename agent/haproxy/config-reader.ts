@@ -79,9 +79,6 @@ const ESCAPES = new Map([[' ', ' '], ['\\', '\\'], ['#', '#'], ["'", "'"], ['"',
 export const MAX_WORDS = 64;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this looks for
 const RAW_CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
-/** haproxy's parse_line stops at these, wherever they are. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the line ends haproxy's reader stops at
-const LINE_END = /[\x00\n\r]/;
 const ESCAPED_NUL = /\\x00/;
 const HEX2 = /^[0-9a-fA-F]{2}$/;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
@@ -95,7 +92,8 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
  * space, tab, \v and \f separate. There is no line continuation: a trailing
  * backslash is a character of the last word.
  *
- * `unreadable` says why the words cannot be trusted, for lines haproxy refuses
+ * `unreadable` says why the words cannot be trusted (they are then only good
+ * for naming the line in a refusal), for lines haproxy refuses
  * or reads by rules this does not follow: a NUL (raw or \x00) ends haproxy's C
  * string inside a word; a raw control character other than tab ends the line
  * or separates words for some of its parsers; an unclosed quote, a \x without
@@ -109,7 +107,8 @@ export function tokenizeLine(line: string): Tokenized {
   const raw = RAW_CONTROL.exec(line);
   if (raw) {
     const code = raw[0].charCodeAt(0).toString(16).padStart(4, '0').toUpperCase();
-    return { ...tokenizeWords(line.split(LINE_END, 1)[0]!), unreadable: `contains the control character U+${code}` };
+    // haproxy's reader stops at a NUL, CR or LF; the words go on past it here, for the refusal to name the line's keyword.
+    return { ...tokenizeWords(line), unreadable: `contains the control character U+${code}` };
   }
   const read = tokenizeWords(line);
   if (read.unreadable) return read;

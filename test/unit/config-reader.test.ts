@@ -66,8 +66,8 @@ test('tokenizer: lines haproxy refuses or reads otherwise are unreadable, each w
   ];
   for (const [line, reason] of cases) assert.match(tokenizeLine(line).unreadable ?? '', reason, JSON.stringify(line));
   assert.is(tokenizeLine(Array.from({ length: MAX_WORDS }, (_, i) => `w${i}`).join(' ')).unreadable, undefined);
-  // A raw CR ends haproxy's line: the words stop there.
-  assert.equal(tokenizeLine('a\rb c').words, ['a']);
+  // A raw NUL or CR ends haproxy's line; the words go on, for a refusal that names the keyword.
+  assert.equal(tokenizeLine('\0server x').words, ['\0server', 'x']);
 });
 
 test('tokenizer: Unicode spaces are word characters to haproxy, where JavaScript\'s \\s splits (runtime-plan reads server words with it)', () => {
