@@ -36,6 +36,7 @@ const BLOCKS = {
   'vm-log-offload-udp': [21380, 20],
   'stick-tables-reload': [21400, 20],
   'active-standby-systemd': [21440, 10],
+  'config-fuzz': [24100, 10],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;

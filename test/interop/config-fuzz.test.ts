@@ -25,6 +25,7 @@ import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, OCTAVIAS, testDir, type HaproxyUnderTest } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { startAgent } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { forOctavia, OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
 import { checkConfigPolicy } from '../../agent/haproxy/policy/haproxy-config.js';
@@ -62,7 +63,9 @@ const STRUCTURAL: Kind[] = ['drop', 'duplicate', 'swap'];
 const KINDS: Kind[] = [...STRUCTURAL, 'replace word', 'delete word', 'newline', 'bytes', 'smuggle', 'split smuggle',
   'escape', 'quote', 'nul', 'continuation', 'cli metachar'];
 /** Accepted mutants' lines read by each haproxy for the differential check. */
-const DIFFERENTIAL_LINES = 400;
+const DIFFERENTIAL_LINES = 3000;
+/** One agent API port per haproxy (19660 + i before: inside octavia-network's block). */
+const agentPort = testPorts('config-fuzz').range(HAPROXIES.length);
 
 interface Mutant {
   seed: string;
@@ -224,8 +227,10 @@ let dir: string;
 const seeds: string[] = [];
 /** Seeds haproxy can load with the agent's files (no TLS: their certificate files are the driver's). */
 const loadable: string[] = [];
-/** Lines of the mutants the policy accepts that no seed has, in the order met: what the differential check reads. */
+/** Lines of the mutants the policy accepts, in the order met: what the differential check reads. */
 const acceptedLines = new Set<string>();
+/** Those of them no seed has. */
+const newLines = new Set<string>();
 
 /** The fixture load balancers as LB on the test VIP, without extra VIPs the namespace does not have. */
 function forAgent(spec: LoadBalancerSpec, vip: string): LoadBalancerSpec {
@@ -283,7 +288,9 @@ t(`${MUTANTS} mutants, judged in-process: the policy never throws, refuses each 
     const v = checkConfigPolicy(m.text, e.ctx);
     const lineCount = m.text.split('\n').length;
     for (const x of v) {
-      assert.ok(x.line >= 1 && x.line <= lineCount && x.directive.length > 0 && x.reason.length > 0, `${m.seed}: ${JSON.stringify(x)}`);
+      // A line whose first word is empty or missing (an unclosed quote, "" first) has no keyword to name.
+      const named = x.directive.length > 0 || (tokenizeLine(m.text.split('\n')[x.line - 1] ?? '').words[0] ?? '') === '';
+      assert.ok(x.line >= 1 && x.line <= lineCount && named && x.reason.length > 0, `${m.seed}: ${JSON.stringify(x)}`);
     }
     for (const k of m.smuggled) {
       assert.ok(v.some((x) => x.line === k + 1), `${m.seed} ${m.kinds.join('+')}: smuggled line ${k + 1} not refused: ${JSON.stringify(m.text.split('\n')[k])}`);
@@ -293,20 +300,23 @@ t(`${MUTANTS} mutants, judged in-process: the policy never throws, refuses each 
     }
     if (v.length > 0) refused++;
     else {
-      for (const l of m.text.split('\n')) if (!seedLines.has(l)) acceptedLines.add(l);
+      for (const l of m.text.split('\n')) {
+        acceptedLines.add(l);
+        if (!seedLines.has(l)) newLines.add(l);
+      }
       for (const k of new Set(m.kinds)) acceptedKinds.set(k, (acceptedKinds.get(k) ?? 0) + 1);
     }
     for (const k of m.kinds) tally.set(k, (tally.get(k) ?? 0) + 1);
   }
   const ms = performance.now() - started;
   console.log(`  ${MUTANTS} mutants in ${ms.toFixed(0)} ms (${(ms / MUTANTS).toFixed(3)} ms each), ${refused} refused; mutations: ${[...tally].map(([k, c]) => `${k} ${c}`).join(', ')}`);
-  console.log(`  accepted mutants with each mutation: ${[...acceptedKinds].map(([k, c]) => `${k} ${c}`).join(', ')}; ${acceptedLines.size} new lines`);
+  console.log(`  accepted mutants with each mutation: ${[...acceptedKinds].map(([k, c]) => `${k} ${c}`).join(', ')}; ${acceptedLines.size} distinct lines, ${newLines.size} of them new`);
   assert.ok(refused > MUTANTS / 4 && refused < MUTANTS, `${refused} refused`);
 });
 
 async function throughAgent(h: HaproxyUnderTest, index: number): Promise<void> {
   const count = THROUGH_AGENT[h.label] ?? 40;
-  const agent = await startAgent(h, join(dir, `h${index}`), network.netns, 19660 + index);
+  const agent = await startAgent(h, join(dir, `h${index}`), network.netns, agentPort(index));
   const e = envFor(agent.basePath);
   const files = loadBalancerFiles(agent.basePath, LB);
   const upload = (cfg: string) => apiRequest(agent, 'PUT', `/1.0/loadbalancer/${agent.amphoraId}/${LB}/haproxy`, { raw: cfg });
@@ -373,21 +383,24 @@ async function throughAgent(h: HaproxyUnderTest, index: number): Promise<void> {
 }
 
 /**
- * The accepted lines haproxy reads: those with quotes, escapes or comments
- * first (where a reader can go wrong), then the others, each list in a
- * seeded order; none with more words than fit after the oracle's own.
+ * The accepted lines haproxy reads: every new one (a mutation made it), then
+ * the seeds' lines with quotes, escapes or comments (where a reader can go
+ * wrong), then the others, each group in a seeded order; none with more words
+ * than fit after the oracle's own.
  */
 function differentialSample(): string[] {
   const r = prng(SEED + 100);
   const fits = [...acceptedLines].filter((l) => tokenizeLine(ACL_PREFIX + l).words.length <= MAX_WORDS);
   const shuffled = (xs: string[]) => xs.map((x) => [r(), x] as const).sort((a, b) => a[0] - b[0]).map(([, x]) => x);
-  const resolving = fits.filter((l) => /["'\\#]/.test(l));
-  return [...shuffled(resolving), ...shuffled(fits.filter((l) => !/["'\\#]/.test(l)))].slice(0, DIFFERENTIAL_LINES);
+  const resolving = (l: string) => /["'\\#]/.test(l);
+  const seedsOnly = fits.filter((l) => !newLines.has(l));
+  return [...shuffled(fits.filter((l) => newLines.has(l))), ...shuffled(seedsOnly.filter(resolving)), ...shuffled(seedsOnly.filter((l) => !resolving(l)))]
+    .slice(0, DIFFERENTIAL_LINES);
 }
 
 async function differential(h: HaproxyUnderTest, index: number): Promise<void> {
   const lines = differentialSample();
-  assert.ok(lines.length >= DIFFERENTIAL_LINES / 2, `${lines.length} accepted lines to read (run with the in-process test)`);
+  assert.ok(lines.length >= DIFFERENTIAL_LINES / 2, `${lines.length} accepted lines to read (they come from the in-process test)`);
   for (const l of lines) assert.is(tokenizeLine(l).unreadable, undefined, `the policy accepted an unreadable line: ${JSON.stringify(l)}`);
   const started = performance.now();
   const { answers, output } = await readByHaproxy(h, dir, `words${index}`, lines);
@@ -395,7 +408,8 @@ async function differential(h: HaproxyUnderTest, index: number): Promise<void> {
   const differ = lines.flatMap((l, k) => (answerIs(answers[k]!, tokenizeLine(l).words) ? []
     : [`${JSON.stringify(l)}: policy read ${JSON.stringify(tokenizeLine(l).words)}, haproxy ${showAnswer(answers[k]!)}`]));
   const resolving = lines.filter((l) => /["'\\#]/.test(l)).length;
-  console.log(`  ${h.label}: ${lines.length} accepted lines (${resolving} with quotes, escapes or comments) read alike but ${differ.length}, in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  const made = lines.filter((l) => newLines.has(l)).length;
+  console.log(`  ${h.label}: ${lines.length} accepted lines (${made} made by mutations, ${resolving} with quotes, escapes or comments) read alike but ${differ.length}, in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   assert.equal(differ, [], `${differ.length} lines read otherwise by ${h.label}:\n${differ.join('\n')}`);
 }
 
