@@ -17,6 +17,7 @@ const BLOCKS = {
   'api-v2-certificates': [18800, 100],
   'new-member-protection': [19000, 300],
   security: [19500, 100],
+  'config-fuzz': [24100, 10],
   'octavia-network': [19600, 100],
   'health-manager': [20100, 100],
   'legacy-httpchk': [20200, 100],
@@ -36,7 +37,6 @@ const BLOCKS = {
   'vm-log-offload-udp': [21380, 20],
   'stick-tables-reload': [21400, 20],
   'active-standby-systemd': [21440, 10],
-  'config-fuzz': [24100, 10],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;
