@@ -59,6 +59,8 @@ const READ = [
   '%[env(HOME)] map(/etc/passwd) -i -- -m',
   `${'x'.repeat(4000)} "${'y '.repeat(1000)}"`,
   words(MAX_WORDS - PREFIX_WORDS),
+  // A line of about 100,000 characters: haproxy's reader grows its buffer (no length limit in 2.6 to 3.4).
+  Array.from({ length: MAX_WORDS - PREFIX_WORDS }, (_, i) => `${i}`.padEnd(1700, 'x')).join(' '),
 ];
 
 /** Lines the tokenizer marks unreadable because haproxy refuses them. */
