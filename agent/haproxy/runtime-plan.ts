@@ -106,7 +106,8 @@ function changedSkeletons(beforeText: string, afterText: string): { before: Skel
 
 /** The words after `server <name>`. */
 function argsOf(line: string): string[] {
-  const words = /["'\\#]/.test(line) ? tokenizeLine(line).words : line.trim().split(/\s+/);
+  // haproxy's words: JavaScript's \s would also split at Unicode spaces, which haproxy reads as word characters.
+  const words = tokenizeLine(line).words;
   return words.slice(2);
 }
 

@@ -17,6 +17,7 @@ const BLOCKS = {
   'api-v2-certificates': [18800, 100],
   'new-member-protection': [19000, 300],
   security: [19500, 100],
+  'config-fuzz': [24100, 10],
   'octavia-network': [19600, 100],
   'health-manager': [20100, 100],
   'legacy-httpchk': [20200, 100],

@@ -1,7 +1,9 @@
 // Fuzzing API 1.0's config upload: configs Octavia 11, 16 and 19 render for
 // the fixture load balancers, mutated (lines dropped, duplicated, swapped;
 // words replaced or deleted; newlines and bytes injected; the advisory's
-// dangerous directives smuggled in whole or by splitting a line).
+// dangerous directives smuggled in whole or by splitting a line; escapes,
+// quotes, NULs, trailing backslashes that a reader might take for line
+// continuations, and the master CLI's metacharacters put into words).
 //  - cheap, in-process, over every mutant (6,000): the policy never throws,
 //    names lines that exist, refuses every smuggled directive on its line,
 //    and refuses nothing but an orphaned insecure-fork-wanted in a config
@@ -10,7 +12,10 @@
 //    haproxy of the matrix: an upload is answered 202 or 400, never 5xx or
 //    not at all; a 400 from the policy exactly when the policy refuses; each
 //    accepted mutant is reloaded, and after every step the live config
-//    (what haproxy loaded) passes the policy and its master is alive.
+//    (what haproxy loaded) passes the policy and its master is alive;
+//  - differential, on every haproxy of the matrix: a sample of the lines of
+//    the mutants the policy accepts, read by haproxy itself
+//    (test/helpers/haproxy-words.ts), has the words the policy read.
 // The seed is fixed (FUZZ_SEED overrides it), so a failure replays.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -20,11 +25,13 @@ import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, OCTAVIAS, testDir, type HaproxyUnderTest } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { startAgent } from '../helpers/agent-process.js';
+import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { forOctavia, OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
 import { checkConfigPolicy } from '../../agent/haproxy/policy/haproxy-config.js';
 import type { PolicyContext } from '../../agent/haproxy/policy/types.js';
-import { tokenizeLine } from '../../agent/haproxy/config-reader.js';
+import { MAX_WORDS, tokenizeLine } from '../../agent/haproxy/config-reader.js';
+import { ACL_PREFIX, answerIs, readByHaproxy, showAnswer } from '../helpers/haproxy-words.js';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
 import { withoutGroupLines } from '../../agent/loadbalancer/v1-service.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
@@ -50,9 +57,15 @@ function prng(seed: number): () => number {
   };
 }
 
-type Kind = 'drop' | 'duplicate' | 'swap' | 'replace word' | 'delete word' | 'newline' | 'bytes' | 'smuggle' | 'split smuggle';
+type Kind = 'drop' | 'duplicate' | 'swap' | 'replace word' | 'delete word' | 'newline' | 'bytes' | 'smuggle' | 'split smuggle'
+  | 'escape' | 'quote' | 'nul' | 'continuation' | 'cli metachar';
 const STRUCTURAL: Kind[] = ['drop', 'duplicate', 'swap'];
-const KINDS: Kind[] = [...STRUCTURAL, 'replace word', 'delete word', 'newline', 'bytes', 'smuggle', 'split smuggle'];
+const KINDS: Kind[] = [...STRUCTURAL, 'replace word', 'delete word', 'newline', 'bytes', 'smuggle', 'split smuggle',
+  'escape', 'quote', 'nul', 'continuation', 'cli metachar'];
+/** Accepted mutants' lines read by each haproxy for the differential check. */
+const DIFFERENTIAL_LINES = 3000;
+/** One agent API port per haproxy (19660 + i before: inside octavia-network's block). */
+const agentPort = testPorts('config-fuzz').range(HAPROXIES.length);
 
 interface Mutant {
   seed: string;
@@ -94,6 +107,15 @@ const WORDS = [
   'ipv4@0.0.0.0:1', '"', "'", '\\', '#', '"$HOME"', '"$' + '{X}"', '%[env(HOME)]', 'map(/etc/passwd)', '', '999999999', '-1',
   '127.0.0.1:1', '::', 'http-request', 'deny', 'maxconn', 'nbthread', '64', 'timeout', 'check', 'disabled', 'init-state',
 ];
+/** Backslash sequences, those haproxy resolves and those it does not (or refuses). */
+const ESCAPES = ['\\ ', '\\\\', '\\#', "\\'", '\\"', '\\t', '\\n', '\\r', '\\x41', '\\x0a', '\\x3b', '\\xc3\\xa9', '\\xff', '\\$',
+  '\\', '\\x4', '\\q', '\\1'];
+const QUOTES = ['"', "'", '""', "''", '\\"', '"\'"', '\'"\''];
+const NULS = ['\0', '\\x00', "'\\x00'", '"\\x00"', '\\0', '\\x0'];
+/** What a reader of lines might take for a continuation: haproxy has none. */
+const CONTINUATIONS = ['\\', ' \\', '\\ ', '"\\', '\\\r'];
+/** The master CLI's separators and prefixes, raw, quoted and escaped. */
+const CLI_METACHARACTERS = [';', '; show info', ';@1 disable frontend x', '@1 ', '@!1 ', '@master ', '"a;b"', "'@1;x'", '\\;', '\\n', '\\x0a', '\\x3b'];
 const BYTES = ['\0', '\r', '\t', '\n', '"', "'", '\\', '#', '$', '{', '}', ',', ' ', '\x7f', '\x1b', 'é', '\uFFFD', 'x', '\u2028'];
 
 function mutate(seeds: string[], e: Env, r: () => number, id: number): Mutant {
@@ -133,6 +155,43 @@ function mutate(seeds: string[], e: Env, r: () => number, id: number): Mutant {
         lines.splice(i, 1, ...`${line.slice(0, at)}${add}${line.slice(at)}`.split('\n'));
         break;
       }
+      case 'escape':
+      case 'nul':
+      case 'cli metachar': {
+        // CLI metacharacters go into a server line when there is one: those are the words the runtime path passes on.
+        const servers = lines.flatMap((l, k) => (/^\s*server\s/.test(l) ? [k] : []));
+        const k = kind === 'cli metachar' && servers.length > 0 ? pick(servers) : i;
+        const target = lines[k] ?? '';
+        const add = pick(kind === 'escape' ? ESCAPES : kind === 'nul' ? NULS : CLI_METACHARACTERS);
+        const at = Math.floor(r() * (target.length + 1));
+        lines[k] = `${target.slice(0, at)}${add}${target.slice(at)}`;
+        break;
+      }
+      case 'quote': {
+        // Wrap a word in quotes, or put a quote (or an empty pair) anywhere.
+        const parts = line.split(/( +)/);
+        const words = parts.map((p, k) => (p.trim() ? k : -1)).filter((k) => k >= 0);
+        if (words.length > 0 && r() < 0.5) {
+          const w = pick(words);
+          const q = pick(['"', "'"]);
+          parts[w] = `${q}${parts[w]}${q}`;
+          lines[i] = parts.join('');
+        } else {
+          const at = Math.floor(r() * (line.length + 1));
+          lines[i] = `${line.slice(0, at)}${pick(QUOTES)}${line.slice(at)}`;
+        }
+        break;
+      }
+      case 'continuation': {
+        // A trailing backslash, and half the time a dangerous directive on the next line, which must stay a line of its own.
+        lines[i] = `${line}${pick(CONTINUATIONS)}`;
+        if (r() < 0.5) {
+          const payload = pick(dangerous(e)).split('\n');
+          smuggledTexts.add(payload.at(-1)!);
+          lines.splice(i + 1, 0, ...payload);
+        }
+        break;
+      }
       case 'smuggle':
       case 'split smuggle': {
         // The last line of a payload is the directive; a `global` line before it makes a worker's identity one.
@@ -168,6 +227,10 @@ let dir: string;
 const seeds: string[] = [];
 /** Seeds haproxy can load with the agent's files (no TLS: their certificate files are the driver's). */
 const loadable: string[] = [];
+/** Lines of the mutants the policy accepts, in the order met: what the differential check reads. */
+const acceptedLines = new Set<string>();
+/** Those of them no seed has. */
+const newLines = new Set<string>();
 
 /** The fixture load balancers as LB on the test VIP, without extra VIPs the namespace does not have. */
 function forAgent(spec: LoadBalancerSpec, vip: string): LoadBalancerSpec {
@@ -217,13 +280,17 @@ t(`${MUTANTS} mutants, judged in-process: the policy never throws, refuses each 
   const r = prng(SEED);
   const started = performance.now();
   const tally = new Map<string, number>();
+  const acceptedKinds = new Map<string, number>();
+  const seedLines = new Set(seeds.flatMap((s) => s.split('\n')));
   let refused = 0;
   for (let n = 0; n < MUTANTS; n++) {
     const m = mutate(seeds, e, r, n);
     const v = checkConfigPolicy(m.text, e.ctx);
     const lineCount = m.text.split('\n').length;
     for (const x of v) {
-      assert.ok(x.line >= 1 && x.line <= lineCount && x.directive.length > 0 && x.reason.length > 0, `${m.seed}: ${JSON.stringify(x)}`);
+      // A line whose first word is empty or missing (an unclosed quote, "" first) has no keyword to name.
+      const named = x.directive.length > 0 || (tokenizeLine(m.text.split('\n')[x.line - 1] ?? '').words[0] ?? '') === '';
+      assert.ok(x.line >= 1 && x.line <= lineCount && named && x.reason.length > 0, `${m.seed}: ${JSON.stringify(x)}`);
     }
     for (const k of m.smuggled) {
       assert.ok(v.some((x) => x.line === k + 1), `${m.seed} ${m.kinds.join('+')}: smuggled line ${k + 1} not refused: ${JSON.stringify(m.text.split('\n')[k])}`);
@@ -232,16 +299,24 @@ t(`${MUTANTS} mutants, judged in-process: the policy never throws, refuses each 
       assert.equal(v.filter((x) => x.directive !== 'insecure-fork-wanted'), [], `${m.seed}: a reordered/thinned Octavia render is refused`);
     }
     if (v.length > 0) refused++;
+    else {
+      for (const l of m.text.split('\n')) {
+        acceptedLines.add(l);
+        if (!seedLines.has(l)) newLines.add(l);
+      }
+      for (const k of new Set(m.kinds)) acceptedKinds.set(k, (acceptedKinds.get(k) ?? 0) + 1);
+    }
     for (const k of m.kinds) tally.set(k, (tally.get(k) ?? 0) + 1);
   }
   const ms = performance.now() - started;
   console.log(`  ${MUTANTS} mutants in ${ms.toFixed(0)} ms (${(ms / MUTANTS).toFixed(3)} ms each), ${refused} refused; mutations: ${[...tally].map(([k, c]) => `${k} ${c}`).join(', ')}`);
+  console.log(`  accepted mutants with each mutation: ${[...acceptedKinds].map(([k, c]) => `${k} ${c}`).join(', ')}; ${acceptedLines.size} distinct lines, ${newLines.size} of them new`);
   assert.ok(refused > MUTANTS / 4 && refused < MUTANTS, `${refused} refused`);
 });
 
 async function throughAgent(h: HaproxyUnderTest, index: number): Promise<void> {
   const count = THROUGH_AGENT[h.label] ?? 40;
-  const agent = await startAgent(h, join(dir, `h${index}`), network.netns, 19660 + index);
+  const agent = await startAgent(h, join(dir, `h${index}`), network.netns, agentPort(index));
   const e = envFor(agent.basePath);
   const files = loadBalancerFiles(agent.basePath, LB);
   const upload = (cfg: string) => apiRequest(agent, 'PUT', `/1.0/loadbalancer/${agent.amphoraId}/${LB}/haproxy`, { raw: cfg });
@@ -305,6 +380,41 @@ async function throughAgent(h: HaproxyUnderTest, index: number): Promise<void> {
   assert.equal(problems, [], `${problems.length} problems:\n${problems.join('\n')}`);
   assert.is(counts.uploads, count);
   assert.ok(counts.policy > 0 && counts.haproxy > 0 && counts.accepted > 0, JSON.stringify(counts));
+}
+
+/**
+ * The accepted lines haproxy reads: every new one (a mutation made it), then
+ * the seeds' lines with quotes, escapes or comments (where a reader can go
+ * wrong), then the others, each group in a seeded order; none with more words
+ * than fit after the oracle's own.
+ */
+function differentialSample(): string[] {
+  const r = prng(SEED + 100);
+  const fits = [...acceptedLines].filter((l) => tokenizeLine(ACL_PREFIX + l).words.length <= MAX_WORDS);
+  const shuffled = (xs: string[]) => xs.map((x) => [r(), x] as const).sort((a, b) => a[0] - b[0]).map(([, x]) => x);
+  const resolving = (l: string) => /["'\\#]/.test(l);
+  const seedsOnly = fits.filter((l) => !newLines.has(l));
+  return [...shuffled(fits.filter((l) => newLines.has(l))), ...shuffled(seedsOnly.filter(resolving)), ...shuffled(seedsOnly.filter((l) => !resolving(l)))]
+    .slice(0, DIFFERENTIAL_LINES);
+}
+
+async function differential(h: HaproxyUnderTest, index: number): Promise<void> {
+  const lines = differentialSample();
+  assert.ok(lines.length >= DIFFERENTIAL_LINES / 2, `${lines.length} accepted lines to read (they come from the in-process test)`);
+  for (const l of lines) assert.is(tokenizeLine(l).unreadable, undefined, `the policy accepted an unreadable line: ${JSON.stringify(l)}`);
+  const started = performance.now();
+  const { answers, output } = await readByHaproxy(h, dir, `words${index}`, lines);
+  assert.ok(answers, `${h.label} refused the accepted lines: ${output}`);
+  const differ = lines.flatMap((l, k) => (answerIs(answers[k]!, tokenizeLine(l).words) ? []
+    : [`${JSON.stringify(l)}: policy read ${JSON.stringify(tokenizeLine(l).words)}, haproxy ${showAnswer(answers[k]!)}`]));
+  const resolving = lines.filter((l) => /["'\\#]/.test(l)).length;
+  const made = lines.filter((l) => newLines.has(l)).length;
+  console.log(`  ${h.label}: ${lines.length} accepted lines (${made} made by mutations, ${resolving} with quotes, escapes or comments) read alike but ${differ.length}, in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  assert.equal(differ, [], `${differ.length} lines read otherwise by ${h.label}:\n${differ.join('\n')}`);
+}
+
+for (const [i, h] of HAPROXIES.entries()) {
+  t(`${h.label}: a sample of the accepted mutants' lines is read by haproxy with the words the policy read`, loud(() => differential(h, i)));
 }
 
 for (const [i, h] of HAPROXIES.entries()) {

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readConfig, tokenizeLine } from '../../agent/haproxy/config-reader.js';
+import { MAX_WORDS, readConfig, tokenizeLine } from '../../agent/haproxy/config-reader.js';
 
 test('tokenizer: quotes group words, backslash escapes, # starts a comment', () => {
   const t = tokenizeLine('  http-request set-header X-A "a b" # comment');
@@ -18,6 +18,65 @@ test('tokenizer: a plain line (split natively) reads as the quote-aware path rea
     assert.equal(fast.words, slow.words.filter((w) => w !== ''), JSON.stringify(plain));
     assert.is(fast.codeEnd, plain.trimEnd().length, JSON.stringify(plain));
   }
+});
+
+// The words below are haproxy's own (test/interop/tokenizer-haproxy.test.ts reads the same lines with 2.6 to 3.4).
+const readAs: [string, string[]][] = [
+  ['a\\ b c\\\\d e\\#f g\\\'h i\\"j k\\tl m\\nn o\\rp \\x41 q\\$r \\q a\\', ['a b', 'c\\d', 'e#f', "g'h", 'i"j', 'k\tl', 'm\nn', 'o\rp', 'A', 'q\\$r', '\\q', 'a\\']],
+  ['"a\\ b" "e\\#f" "g\\\'h" "i\\"j" "q\\$r" "\\q" "\'"', ['a b', 'e#f', "g'h", 'i"j', 'q$r', '\\q', "'"]],
+  ["'a\\ b' 'e\\#f' 'q\\$r' 'm\\' '\"'", ['a\\ b', 'e\\#f', 'q\\$r', 'm\\', '"']],
+  ['a#b c', ['a']],
+  ['"a#b" \'c#d\' # tail', ['a#b', 'c#d']],
+  ['\\xc3\\xa9 a\\xc3"\\xa9"b', ['é', 'aéb']],
+  ['a\u00a0b a\u2028b', ['a\u00a0b', 'a\u2028b']],
+  ['$HOME a;b @1', ['$HOME', 'a;b', '@1']],
+];
+
+test('tokenizer: escapes inside and outside double and single quotes, comments, \\x bytes, non-ASCII', () => {
+  for (const [line, words] of readAs) {
+    const t = tokenizeLine(line);
+    assert.equal(t.words, words, JSON.stringify(line));
+    assert.is(t.unreadable, undefined, JSON.stringify(line));
+  }
+});
+
+test('tokenizer: no line continuation, a trailing backslash stays in the word', () => {
+  assert.equal(tokenizeLine('    bind :80 \\').words, ['bind', ':80', '\\']);
+});
+
+test('tokenizer: lines haproxy refuses or reads otherwise are unreadable, each with its reason', () => {
+  const cases: [string, RegExp][] = [
+    ['a\0b', /control character U\+0000/],
+    ['a\\x00b', /escaped NUL/],
+    ["'a\\x00b'", /escaped NUL/], // literal text to haproxy, but a NUL in any form is refused
+    ['a\rb', /U\+000D/],
+    ['a\x1bb', /U\+001B/],
+    ['"a b', /unclosed double quote/],
+    ["a 'b", /unclosed single quote/],
+    ['\\x4g', /without two hex digits/],
+    ['a\\x4', /without two hex digits/],
+    ['"$HOME"', /environment variable/],
+    [`"$${'{'}HOME}"`, /environment variable/],
+    ['a "" b', /empty word/],
+    ["a ''", /empty word/],
+    ['\\xff', /not UTF-8/],
+    ['\\xc3 x', /not UTF-8/],
+    ['  [scope]', /scope/],
+    [Array.from({ length: MAX_WORDS + 1 }, (_, i) => `w${i}`).join(' '), /65 words/],
+  ];
+  for (const [line, reason] of cases) assert.match(tokenizeLine(line).unreadable ?? '', reason, JSON.stringify(line));
+  assert.is(tokenizeLine(Array.from({ length: MAX_WORDS }, (_, i) => `w${i}`).join(' ')).unreadable, undefined);
+  // A raw NUL or CR ends haproxy's line; the words go on, for a refusal that names the keyword.
+  assert.equal(tokenizeLine('\0server x').words, ['\0server', 'x']);
+});
+
+test('tokenizer: Unicode spaces are word characters to haproxy, where JavaScript\'s \\s splits (runtime-plan reads server words with it)', () => {
+  const cases: [string, number][] = [['    server m1 10.0.0.1:80 check\u00a0disabled', 4], ['\tserver m\u2028x 10.0.0.1:80 ', 3], ['    server m1\ufeff10.0.0.1:80', 2]];
+  for (const [line, count] of cases) {
+    assert.is(tokenizeLine(line).words.length, count, JSON.stringify(line));
+    assert.is.not(line.trim().split(/\s+/).length, count, JSON.stringify(line));
+  }
+  assert.equal(tokenizeLine('    server m1 10.0.0.1:80 weight 1 check').words, ['server', 'm1', '10.0.0.1:80', 'weight', '1', 'check']);
 });
 
 test('reads backends, servers, checks and the server-state settings', () => {
