@@ -1,28 +1,33 @@
-// What an uploaded haproxy config may not do, whatever haproxy -c thinks of it.
+// What an uploaded haproxy config may say: only what Octavia's templates say.
 //
 // API 1.0 takes raw configs rendered by the controller. When the controller
 // lets tenant values carry newlines into the text (OSSA-2026-039: TLS
 // ciphers, L7 redirect URLs, L7 rule values in Octavia before the fix), a
 // tenant can add any directive to its amphora's haproxy, which runs as root
-// until it drops to `user`. This policy refuses what no Octavia template
-// renders and a tenant must never get:
-//  - running programs: `program` sections, `lua-*`, `external-check command`
-//    other than Octavia's PING wrapper, `insecure-fork-wanted` without it;
-//  - reading files outside the load balancer's own directories (error pages,
-//    `return ... file`, ACL pattern files, maps, certificates, server state),
-//    so the amphora's key and the agent's files cannot be served;
-//  - opening the runtime API or the master to the network: stats sockets
-//    that are not this load balancer's unix socket under base_path, `level
-//    admin`, the stats page's admin mode, servers and binds on unix sockets;
-//  - workers as root, chroot, log targets other than the amphora's local
-//    syslog socket, environment changes and expansion, engines and providers
-//    that load code.
+// until it drops to `user`. A deny-list of dangerous words missed keywords
+// (`bind ... namespace`, `env()`, `uid -0`) and whole classes of lines; so a
+// line is accepted only when its section, keyword and argument shape are
+// among those Octavia 11, 16 and 19 and the agent's own renderer produce
+// (haproxy-allowed.ts), with every argument word of its slot's type:
+// numbers, addresses, names, files in the load balancer's own directories,
+// the fixed system paths Octavia names, and tenant text without control
+// characters. Sample fetches and converters inside expressions are
+// allow-listed too. On top of the shapes:
+//  - files a line names must be in the load balancer's directories (and are
+//    returned for files.ts to check on disk);
+//  - the stats socket is this load balancer's unix socket, the log target the
+//    amphora's syslog socket, the health-check program Octavia's PING wrapper,
+//    and `insecure-fork-wanted` only comes with that check;
+//  - `user` is not root; binds and servers are on IP addresses only.
 // Pure: text and the load balancer's directories in, the violations out
 // (1-based line numbers). Words are read as haproxy reads them
 // (config-reader.ts tokenizeLine: quotes, escapes, comments).
+import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import type { FileReference, PolicyContext, PolicyViolation } from './types.js';
-import { tokenizeLine } from '../config-reader.js';
+import { SECTION_KEYWORDS, tokenizeLine } from '../config-reader.js';
+import { OCTAVIA_ALLOWED, type AllowList } from './haproxy-allowed.js';
+import { extendAllowList } from './haproxy-allowed-extension.js';
 
 /** The PING health check's program, as Octavia's templates (11 to 19) name it. */
 export const OCTAVIA_PING_WRAPPER = '/var/lib/octavia/ping-wrapper.sh';
@@ -30,73 +35,153 @@ export const OCTAVIA_PING_WRAPPER = '/var/lib/octavia/ping-wrapper.sh';
 /** The syslog sockets Octavia's templates (11 to 19) send haproxy's logs to. */
 export const LOCAL_LOG_TARGETS = ['/run/rsyslog/octavia/log', '/dev/log'];
 
-/** Sections that run programs or fetch and write files on their own. */
-const REFUSED_SECTIONS = new Map([
-  ['program', 'runs a program'],
-  ['crt-store', 'loads certificate files outside the load balancer certificate directory'],
-  ['acme', 'writes key and certificate files'],
-]);
+/** Printable text: tenant values (L7 values, header values, URLs, ciphers) never carry control characters. */
+const PRINTABLE = /^[^\x00-\x1f\x7f]+$/;
+const NAME = /^[A-Za-z0-9_.:-]{1,255}$/;
+const HEADER = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,255}$/;
 
-/** Section keywords: `user root` is a worker's identity in global, a login name in a userlist. */
-const SECTIONS = new Set([
-  'global', 'defaults', 'frontend', 'backend', 'listen', 'peers', 'userlist', 'resolvers', 'mailers', 'program',
-  'http-errors', 'ring', 'cache', 'crt-store', 'traces', 'log-forward', 'fcgi-app', 'dynamic-update', 'acme',
-]);
+/** What one slot word may be; false, or a reason, refuses it. Files are checked by the reader (they need the context). */
+const WORD_SLOTS: Record<string, (w: string) => boolean> = {
+  int: (w) => /^[0-9]{1,10}$/.test(w),
+  time: (w) => /^[0-9]{1,10}(?:us|ms|s|m|h|d)?$/.test(w),
+  size: (w) => /^[0-9]{1,10}[kmg]?$/i.test(w),
+  id: (w) => NAME.test(w),
+  user: (w) => /^[a-z_][a-z0-9_-]{0,31}$/.test(w) && w !== 'root',
+  header: (w) => HEADER.test(w),
+  ip: (w) => isIP(w.replace(/^\[(.*)\]$/, '$1')) !== 0,
+  addr: (w) => isAddress(w),
+  facility: (w) => /^(?:local[0-7]|kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|auth2|ftp|ntp|audit|alert|cron2)$/.test(w),
+  level: (w) => /^(?:emerg|alert|crit|err|warning|notice|info|debug)$/.test(w),
+  'cpu-map': (w) => /^(?:auto:)?[0-9]{1,4}(?:-[0-9]{1,4})?(?:\/[0-9]{1,4}(?:-[0-9]{1,4})?)?$/.test(w),
+  'cpu-set': (w) => /^[0-9]{1,4}(?:-[0-9]{1,4})?$/.test(w),
+  statuses: (w) => /^[0-9]{3}(?:\|[0-9]{3})*$/.test(w),
+  method: (w) => /^(?:GET|HEAD|POST|PUT|DELETE|OPTIONS|PATCH|TRACE|CONNECT)$/.test(w),
+  uri: (w) => w.startsWith('/') && PRINTABLE.test(w),
+  // Octavia 11 and 16 put the health check's Host header after the version, joined by an escaped CRLF.
+  'httpchk-version': (w) => /^HTTP\/1\.[01](?:\r\nHost:[\x20-\x7e]+)?$/.test(w),
+  ciphers: (w) => /^[A-Za-z0-9_:+!@=.-]{1,4096}$/.test(w),
+  alpn: (w) => /^[A-Za-z0-9./-]{1,64}(?:,[A-Za-z0-9./-]{1,64})*$/.test(w),
+  text: (w) => PRINTABLE.test(w),
+};
+/** Slots read with the load balancer's context (files, sockets, expressions). */
+const CONTEXT_SLOTS = ['lb-file', 'cert-file', 'crt-list', 'stats-socket', 'syslog', 'ping-wrapper', 'fetch', 'log-format'];
+const REST_SLOTS = ['server-options', 'bind-options', 'acl', 'cond'];
+/** Every slot name, for extensions. */
+export const SLOT_NAMES = new Set([...Object.keys(WORD_SLOTS), ...CONTEXT_SLOTS, ...REST_SLOTS]);
 
-/** Directives refused wherever they appear. */
-const REFUSED = new Map([
-  ['chroot', 'changes the root directory'],
-  ['setenv', 'changes the environment'],
-  ['presetenv', 'changes the environment'],
-  ['setcap', 'keeps capabilities in the workers'],
-  ['insecure-setuid-wanted', 'allows setuid programs'],
-  ['set-dumpable', 'makes workers dump their memory'],
-  ['unix-bind', 'changes where unix sockets are created'],
-  ['default-path', 'changes what relative paths mean'],
-  ['crt-base', 'reads certificates from another directory'],
-  ['ca-base', 'reads CAs from another directory'],
-  ['key-base', 'reads keys from another directory'],
-  ['server-state-base', 'reads server state from another directory'],
-  ['ssl-dh-param-file', 'reads a file outside the load balancer directories'],
-  ['issuers-chain-path', 'reads files outside the load balancer directories'],
-  ['httpclient.ssl.ca-file', 'reads a file outside the load balancer directories'],
-  ['h1-case-adjust-file', 'reads a file outside the load balancer directories'],
-  ['ssl-engine', 'loads an OpenSSL engine (code)'],
-  ['ssl-provider', 'loads an OpenSSL provider (code)'],
-  ['ssl-provider-path', 'loads OpenSSL providers (code)'],
-  ['backing-file', 'writes a file'],
-]);
-const REFUSED_PREFIXES: [string, string][] = [
-  ['lua-', 'runs Lua code'],
-  ['tune.lua.', 'tunes Lua code'],
-  ['51degrees-', 'reads a device database file'],
-  ['wurfl-', 'reads a device database file'],
-  ['deviceatlas-', 'reads a device database file'],
-];
+function isAddress(w: string): boolean {
+  const bracketed = /^\[([^\]]+)\](?::([0-9]{1,5}))?$/.exec(w);
+  if (bracketed) return isIP(bracketed[1]!) === 6 && (bracketed[2] === undefined || Number(bracketed[2]) <= 65535);
+  if (isIP(w) !== 0) return true;
+  const colon = w.lastIndexOf(':');
+  const port = w.slice(colon + 1);
+  return colon > 0 && /^[0-9]{1,5}$/.test(port) && Number(port) <= 65535 && isIP(w.slice(0, colon)) !== 0;
+}
 
-/** Keywords of bind/server lines whose next word is a certificate, key, CA or CRL file. */
-const CERT_FILE_OPTIONS = new Set(['crt', 'crt-list', 'ca-file', 'crl-file', 'ca-verify-file', 'ca-sign-file', 'key', 'ocsp', 'issuer', 'sctl']);
+/** One element of a compiled pattern. */
+interface Token {
+  /** The word as is, a choice of words, a slot, or a slot that takes the rest of the line. */
+  kind: 'word' | 'choice' | 'slot' | 'rest';
+  words?: Set<string>;
+  slot?: string;
+  optional?: boolean;
+}
+
+interface Pattern {
+  text: string;
+  tokens: Token[];
+}
+
+function compileToken(t: string): Token {
+  const choice = /^\{(.+)\}$/.exec(t);
+  if (choice) return { kind: 'choice', words: new Set(choice[1]!.split('|')) };
+  const slot = /^<([a-z-]+)>(\?)?$/.exec(t);
+  if (slot) {
+    if (!SLOT_NAMES.has(slot[1]!)) throw new Error(`unknown slot <${slot[1]}> in the allow-list`);
+    return { kind: REST_SLOTS.includes(slot[1]!) ? 'rest' : 'slot', slot: slot[1]!, optional: slot[2] === '?' };
+  }
+  return { kind: 'word', words: new Set([t]) };
+}
+
+/** An allow-list ready for matching: patterns by `section keyword`. */
+export interface CompiledAllowList {
+  list: AllowList;
+  patterns: Map<string, Pattern[]>;
+  fetches: Set<string>;
+  converters: Set<string>;
+  serverOptions: Map<string, Token | null>;
+  bindOptions: Map<string, Token | null>;
+  /** A member's server line that needs no tokenized read (see plainServerLine). */
+  plainServer: RegExp;
+}
+
+export function compileAllowList(list: AllowList): CompiledAllowList {
+  const patterns = new Map<string, Pattern[]>();
+  for (const text of list.lines) {
+    const [section, ...rest] = text.split(' ') as [string, ...string[]];
+    // `frontend acl <id> <acl>` is keyed `frontend acl`; a section's own line (`frontend <id>`, `global`) by the section.
+    const keyword = rest.length > 0 && !/^[<{]/.test(rest[0]!) ? rest[0]! : section;
+    const tokens = (keyword === section ? rest : rest.slice(1)).map(compileToken);
+    const key = `${section} ${keyword}`;
+    patterns.set(key, [...(patterns.get(key) ?? []), { text, tokens }]);
+  }
+  const options = (o: Record<string, string>) => new Map(Object.entries(o).map(([k, v]) => [k, v === '' ? null : compileToken(v)]));
+  const serverOptions = options(list.serverOptions);
+  return {
+    list, patterns, fetches: new Set(list.fetches), converters: new Set(list.converters),
+    serverOptions, bindOptions: options(list.bindOptions), plainServer: plainServerLine(serverOptions),
+  };
+}
+
 /**
- * A member's server line that nothing below refuses, told by one regex test
+ * A member's server line that the allow-list accepts, told by one regex test
  * instead of a tokenized read (most of a 10,000-member config, and most of
- * the policy's time): plain words only, no quote, escape, comment, `$`, `(`,
- * `/` or `@`, an address of hex digits, dots, colons and brackets, and no
- * word that names a file (CERT_FILE_OPTIONS, `-f`) or starts external checks.
- * Anything else takes the full read.
+ * the policy's time): plain words only (no quote, escape, comment, `$`), an
+ * address, and options whose values are numbers, times, names or choices.
+ * Options with a file, an expression or free text take the full read.
  */
-export const PLAIN_SERVER_LINE = new RegExp(
-  `^[ \\t]+server[ \\t]+[\\w.:-]+[ \\t]+[0-9A-Fa-f.:\\[\\]]+` +
-  `(?:[ \\t]+(?!(?:${[...CERT_FILE_OPTIONS, '-f', 'external-check'].join('|')})(?:[ \\t]|$))[\\w.:%-]+)*[ \\t]*$`,
-);
+function plainServerLine(options: Map<string, Token | null>): RegExp {
+  const value = (t: Token): string | null => {
+    if (t.kind === 'choice') return `(?:${[...t.words!].map(escapeRegex).join('|')})`;
+    if (t.slot === 'int') return '[0-9]{1,10}';
+    if (t.slot === 'time') return '[0-9]{1,10}(?:us|ms|s|m|h|d)?';
+    if (t.slot === 'id') return '[A-Za-z0-9_.:-]{1,255}';
+    return null;
+  };
+  const alternatives: string[] = [];
+  for (const [k, t] of options) {
+    if (t === null) alternatives.push(escapeRegex(k));
+    else {
+      const v = value(t);
+      if (v !== null) alternatives.push(`${escapeRegex(k)}[ \\t]+${v}`);
+    }
+  }
+  // Longest first, so `send-proxy-v2` is not read as `send-proxy` and a stray `-v2`.
+  alternatives.sort((a, b) => b.length - a.length);
+  // The address is captured: the caller checks it is one (isAddress), as the full read does.
+  return new RegExp('^[ \\t]+server[ \\t]+[A-Za-z0-9_.:-]{1,255}[ \\t]+([0-9A-Fa-f:.[\\]]{2,64})' +
+    `(?:[ \\t]+(?:${alternatives.join('|')})(?=[ \\t]|$))*[ \\t]*$`);
+}
 
-/** Keywords of return/deny/tarpit/http-error actions whose next word is a file served as the response. */
-const RESPONSE_FILE_OPTIONS = new Set(['errorfile', 'file', 'lf-file']);
-/** Filters that read no configuration file and talk to no agent. */
-const ALLOWED_FILTERS = new Set(['compression', 'cache', 'bwlim-in', 'bwlim-out', 'trace']);
-/** Address prefixes that are not an IP address (unix, abstract, inherited sockets). */
-const NON_IP_ADDRESS = /^(unix|abns|abnsz|fd|sockpair|uxst|uxdg)@|^\//i;
-/** Converters and actions that name a map or ACL file: map(file), map_str(file), set-map(file)... */
-const FILE_REFERENCE = /(?:^|[^\w.-])((?:map(?:_\w+)?|set-map|del-map|add-acl|del-acl))\(([^,)]*)/g;
+function escapeRegex(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+const DEFAULT_ALLOWED = compileAllowList(OCTAVIA_ALLOWED);
+/** The fast path for the allow-list of Octavia's templates (exported for the benches and tests). */
+export const PLAIN_SERVER_LINE = DEFAULT_ALLOWED.plainServer;
+
+const compiledExtensions = new WeakMap<AllowList, CompiledAllowList>();
+function allowListFor(ctx: PolicyContext): CompiledAllowList {
+  const ext = ctx.allowExtension;
+  if (!ext) return DEFAULT_ALLOWED;
+  let c = compiledExtensions.get(ext);
+  if (!c) {
+    c = compileAllowList(extendAllowList(OCTAVIA_ALLOWED, ext));
+    compiledExtensions.set(ext, c);
+  }
+  return c;
+}
 
 const stripSlash = (d: string) => posix.normalize(d).replace(/\/+$/, '');
 
@@ -133,6 +218,18 @@ function expandsEnvironment(line: string): boolean {
   return false;
 }
 
+/** Keywords whose second word is part of the directive's name in a refusal (`stats socket`, `http-request return`). */
+const TWO_WORD_DIRECTIVES = new Set([
+  'option', 'no', 'timeout', 'stats', 'http-request', 'http-response', 'http-after-response', 'http-check', 'tcp-request',
+  'tcp-response', 'redirect', 'stick', 'external-check', 'http-error', 'tcp-check',
+]);
+
+/** A failed match: how far it got (the furthest match gives the reason) and why it stopped. */
+interface Miss {
+  at: number;
+  why: string;
+}
+
 /** The violations of a config's words. */
 export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViolation[] {
   return readConfigPolicy(text, ctx).violations;
@@ -140,6 +237,7 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
 
 /** The violations of a config's words, and the files it names (for files.ts). */
 export function readConfigPolicy(text: string, ctx: PolicyContext): { violations: PolicyViolation[]; files: FileReference[] } {
+  const allowed = allowListFor(ctx);
   const out: PolicyViolation[] = [];
   const files: FileReference[] = [];
   const lbDir = posix.join(ctx.basePath, ctx.lbId);
@@ -156,24 +254,166 @@ export function readConfigPolicy(text: string, ctx: PolicyContext): { violations
   let section = '';
 
   let line = 0; // the line being read, 1-based
+  let pending: FileReference[] = []; // the files of the line being matched, kept once it matches
   const refuse = (directive: string, reason: string) => out.push({ line, directive, reason });
-  const fileIn = (directive: string, path: string | undefined, dirs: string[], where: string, kind: FileReference['kind']) => {
-    if (path === undefined) return; // haproxy -c refuses the missing argument
-    if (path === '@system-ca' && directive.endsWith('ca-file')) return; // the system's CA bundle
-    if (!insideDirs(path, dirs) || protectedFiles.has(posix.normalize(path))) {
-      refuse(directive, `reads ${JSON.stringify(path)}, outside ${where}`);
-    } else {
-      files.push({ line, directive, path, kind });
+
+  const file = (path: string, dirs: string[], where: string, kind: FileReference['kind']): string | null => {
+    if (!insideDirs(path, dirs)) return `${JSON.stringify(path)} is outside ${where}`;
+    if (protectedFiles.has(posix.normalize(path))) return `${JSON.stringify(path)} is one of the agent's own files`;
+    pending.push({ line, directive: '', path, kind });
+    return null;
+  };
+
+  /** A sample expression: an allowed fetch, then allowed converters; arguments are plain text. */
+  const expression = (e: string): string | null => {
+    const parts = splitExpression(e);
+    if (parts === null) return `${JSON.stringify(e)} is not a sample expression`;
+    const [fetch, ...converters] = parts;
+    if (!allowed.fetches.has(fetch!.name)) return `the sample fetch ${fetch!.name}() is not one Octavia's templates use`;
+    for (const c of converters) if (!allowed.converters.has(c.name)) return `the converter ${c.name}() is not one Octavia's templates use`;
+    for (const p of parts) if (p.args !== undefined && !/^[A-Za-z0-9_.:@ -]*$/.test(p.args)) return `the arguments of ${p.name}() are not plain names`;
+    return null;
+  };
+
+  /** A log-format string (log-format, set-header values, redirect targets): printable, every `%[...]` an allowed expression. */
+  const logFormat = (w: string): string | null => {
+    if (!PRINTABLE.test(w)) return 'has a control character';
+    let rest = w;
+    for (const m of w.matchAll(/%(?:\{[^}]*\})?\[([^\]]*)\]/g)) {
+      const why = expression(m[1]!);
+      if (why) return why;
+      rest = rest.replace(m[0], '');
+    }
+    if (/%(?:\{[^}]*\})?\[/.test(rest)) return 'has an unterminated %[ expression';
+    return null;
+  };
+
+  /** Why `w` does not fit the slot, or null when it does. */
+  const slotWord = (slot: string, w: string): string | null => {
+    switch (slot) {
+      case 'lb-file':
+        return file(w, ownDirs, `the load balancer's directories (${lbDir}/, ${certDir}/)`, 'file');
+      case 'cert-file':
+        return file(w, [certDir], `the load balancer's certificate directory (${certDir}/)`, 'certificate');
+      case 'crt-list':
+        return file(w, [certDir], `the load balancer's certificate directory (${certDir}/)`, 'crt-list');
+      case 'stats-socket': {
+        const addr = w.replace(/^unix@/, '');
+        const ok = addr === ownSocket || (insideDirs(addr, [lbDir]) && posix.normalize(addr) !== masterSocket && addr.endsWith('.sock'));
+        return ok ? null : `listens on ${JSON.stringify(w)}; only ${ownSocket} or a .sock file in ${lbDir}/ may be used`;
+      }
+      case 'syslog':
+        return LOCAL_LOG_TARGETS.includes(w.replace(/^unix@/, '')) ? null
+          : `sends logs to ${JSON.stringify(w)}; only the amphora's syslog socket (${LOCAL_LOG_TARGETS.join(', ')}) may be used`;
+      case 'ping-wrapper':
+        return pingWrappers.includes(w) ? null : `runs ${JSON.stringify(w)}; only Octavia's ${pingWrapper} may run`;
+      case 'fetch':
+        return expression(w);
+      case 'log-format':
+        return logFormat(w);
+      default: {
+        const check = WORD_SLOTS[slot];
+        if (!check) return `<${slot}> cannot be one word`;
+        return check(w) ? null : `${JSON.stringify(w)} is not ${article(slot)} <${slot}>`;
+      }
     }
   };
-  const inLbDirs = (directive: string, path: string | undefined) =>
-    fileIn(directive, path, ownDirs, `the load balancer's directories (${lbDir}/, ${certDir}/)`, 'file');
-  const inCertDir = (directive: string, path: string | undefined) =>
-    fileIn(directive, path, [certDir], `the load balancer's certificate directory (${certDir}/)`, directive.endsWith('crt-list') ? 'crt-list' : 'certificate');
+
+  /** One token against the word at i: the next index, or a miss. */
+  const token = (t: Token, words: string[], i: number): number | Miss => {
+    const w = words[i];
+    if (w === undefined) return { at: i, why: `ends before ${describe(t)}` };
+    if (t.kind === 'word' || t.kind === 'choice') {
+      return t.words!.has(w) ? i + 1 : { at: i, why: `${JSON.stringify(w)} where ${describe(t)} is allowed` };
+    }
+    const why = slotWord(t.slot!, w);
+    return why === null ? i + 1 : { at: i, why };
+  };
+
+  /** Options of server/bind lines: any allowed keyword, each followed by its value. */
+  const optionList = (options: Map<string, Token | null>, what: string, words: string[], i: number): Miss | null => {
+    while (i < words.length) {
+      const w = words[i]!;
+      if (!options.has(w)) return { at: i, why: `${JSON.stringify(w)} is not an option of ${what} lines Octavia's templates use` };
+      const value = options.get(w);
+      i++;
+      if (value) {
+        const next = token(value, words, i);
+        if (typeof next !== 'number') return { at: next.at, why: `${w}: ${next.why}` };
+        i = next;
+      }
+    }
+    return null;
+  };
+
+  /** `<fetch> [-i] [-m method] [values...]`: the values are tenant text, never a flag. */
+  const aclBody = (words: string[], i: number, end: number): Miss | null => {
+    const f = words[i];
+    if (f === undefined || i >= end) return { at: i, why: 'has no sample fetch' };
+    const why = expression(f);
+    if (why) return { at: i, why };
+    i++;
+    while (i < end && words[i]!.startsWith('-')) {
+      const flag = words[i]!;
+      if (flag === '-i') i++;
+      else if (flag === '-m' && /^(?:beg|end|str|sub|reg|found|len|dir|dom|bool|int|ip)$/.test(words[i + 1] ?? '')) i += 2;
+      else return { at: i, why: `the flag ${JSON.stringify(flag)} is not one Octavia's templates use (-i, -m)` };
+    }
+    for (; i < end; i++) if (!PRINTABLE.test(words[i]!)) return { at: i, why: 'a value has a control character' };
+    return null;
+  };
+
+  /** `if|unless` then ACL names, negations, `||`/`or`, and `{ anonymous ACLs }`. */
+  const condition = (words: string[], i: number): Miss | null => {
+    if (i === words.length) return null;
+    if (words[i] !== 'if' && words[i] !== 'unless') return { at: i, why: `${JSON.stringify(words[i])} where if/unless or the end is allowed` };
+    i++;
+    if (i === words.length) return { at: i, why: 'has an empty condition' };
+    while (i < words.length) {
+      const w = words[i]!;
+      if (w === '{' || w === '!{') {
+        const close = words.indexOf('}', i + 1);
+        if (close < 0) return { at: i, why: 'an anonymous ACL has no closing }' };
+        const miss = aclBody(words, i + 1, close);
+        if (miss) return miss;
+        i = close + 1;
+      } else if (w === '||' || w === 'or' || w === '!' || NAME.test(w.replace(/^!/, ''))) {
+        i++;
+      } else {
+        return { at: i, why: `${JSON.stringify(w)} is not an ACL name` };
+      }
+    }
+    return null;
+  };
+
+  const rest = (t: Token, words: string[], i: number): Miss | null => {
+    switch (t.slot) {
+      case 'server-options': return optionList(allowed.serverOptions, 'server', words, i);
+      case 'bind-options': return optionList(allowed.bindOptions, 'bind', words, i);
+      case 'acl': return aclBody(words, i, words.length);
+      default: return condition(words, i);
+    }
+  };
+
+  /** The whole line against one pattern, from word `from` on. */
+  const match = (p: Pattern, words: string[], from: number): Miss | null => {
+    let i = from;
+    for (const t of p.tokens) {
+      if (t.kind === 'rest') return rest(t, words, i);
+      if (t.optional && i === words.length) continue;
+      const next = token(t, words, i);
+      if (typeof next !== 'number') return next;
+      i = next;
+    }
+    return i === words.length ? null : { at: i, why: `${JSON.stringify(words[i])} is more than the line takes` };
+  };
 
   for (const raw of text.split('\n')) {
     line++;
-    if (PLAIN_SERVER_LINE.test(raw)) continue;
+    if (section === 'backend') {
+      const plain = allowed.plainServer.exec(raw);
+      if (plain && isAddress(plain[1]!)) continue;
+    }
     const { words, unreadable } = tokenizeLine(raw);
     if (unreadable) {
       refuse(words[0] ?? '', unreadable);
@@ -181,113 +421,70 @@ export function readConfigPolicy(text: string, ctx: PolicyContext): { violations
     }
     if (words.length === 0) continue;
     const kw = words[0]!;
-
-    if (raw.includes('$') && expandsEnvironment(raw)) refuse(kw, 'expands an environment variable ("$NAME" in double quotes)');
-
-    const lower = kw.toLowerCase();
-    if (SECTIONS.has(lower)) section = lower;
-    const inGlobal = section === 'global' || section === '';
-    // Octavia 16 renders the global `external-check` on the cpu-map line (fixed upstream in 8c0248ad0).
-    if (words.includes('external-check') && lower !== 'external-check') pingCommand = true;
-    const sectionWhy = REFUSED_SECTIONS.get(lower);
-    if (sectionWhy) refuse(`${lower} section`, sectionWhy);
-    const refusedWhy = REFUSED.get(lower) ?? REFUSED_PREFIXES.find(([p]) => lower.startsWith(p))?.[1];
-    if (refusedWhy) refuse(kw, refusedWhy);
-
-    switch (lower) {
-      case 'external-check':
-        if (words[1] === 'command') {
-          if (pingWrappers.includes(words[2] ?? '') && words.length === 3) pingCommand = true;
-          else refuse('external-check command', `runs ${JSON.stringify(words.slice(2).join(' '))}; only Octavia's ${pingWrapper} may run`);
-        } else if (words.length > 1) {
-          refuse(`external-check ${words[1]}`, 'changes how health-check programs run');
-        } else {
-          pingCommand = true; // global `external-check`: Octavia renders it with insecure-fork-wanted, even when no pool runs a check
-        }
-        break;
-      case 'insecure-fork-wanted':
-        forkLines.push(line);
-        break;
-      case 'user':
-        if (inGlobal && words[1] === 'root') refuse('user', 'runs the workers as root');
-        break;
-      case 'uid':
-      case 'gid':
-        if (inGlobal && words[1] !== undefined && /^\s*0*\s*$/.test(words[1])) refuse(lower, `runs the workers as ${lower === 'uid' ? 'root' : 'the root group'}`);
-        break;
-      case 'group':
-        if (inGlobal && words[1] === 'root') refuse('group', 'runs the workers in the root group');
-        break;
-      case 'pidfile':
-        inLbDirs('pidfile', words[1]);
-        break;
-      case 'errorfile':
-        inLbDirs('errorfile', words[2]);
-        break;
-      case 'server-state-file':
-        inLbDirs('server-state-file', words[1]);
-        break;
-      case 'log':
-        if (words[1] !== 'global' && !LOCAL_LOG_TARGETS.includes((words[1] ?? '').replace(/^unix@/, ''))) {
-          refuse('log', `sends logs to ${JSON.stringify(words[1] ?? '')}; only the amphora's syslog socket (${LOCAL_LOG_TARGETS.join(', ')}) may be used`);
-        }
-        break;
-      case 'stats':
-        if (words[1] === 'socket') {
-          const addr = (words[2] ?? '').replace(/^unix@/, '');
-          const ok = addr === ownSocket || (insideDirs(addr, [lbDir]) && posix.normalize(addr) !== masterSocket && addr.endsWith('.sock'));
-          if (!ok) refuse('stats socket', `listens on ${JSON.stringify(words[2] ?? '')}; only ${ownSocket} or a .sock file in ${lbDir}/ may be used`);
-          for (const [j, w] of words.entries()) {
-            if (w === 'level' && words[j + 1] === 'admin') refuse('stats socket', 'level admin opens the runtime API to anyone who reaches the socket');
-            if (w === 'expose-fd') refuse('stats socket', 'expose-fd hands out the listening sockets');
-          }
-        } else if (words[1] === 'admin') {
-          refuse('stats admin', "opens the stats page's admin actions to the tenant network");
-        }
-        break;
-      case 'bind':
-      case 'dgram-bind':
-        for (const a of (words[1] ?? '').split(',')) {
-          if (NON_IP_ADDRESS.test(a)) refuse(lower, `binds ${JSON.stringify(a)}, not an IP address`);
-        }
-        for (let j = 2; j < words.length; j++) if (CERT_FILE_OPTIONS.has(words[j]!)) inCertDir(`bind ${words[j]}`, words[j + 1]);
-        break;
-      case 'server':
-      case 'peer':
-      case 'nameserver':
-      case 'mailer':
-      case 'default-server':
-      case 'server-template': {
-        const addr = lower === 'server-template' ? words[3] : lower === 'default-server' ? undefined : words[2];
-        if (addr !== undefined && NON_IP_ADDRESS.test(addr)) refuse(lower, `connects to ${JSON.stringify(addr)}, not an IP address`);
-        for (let j = 2; j < words.length; j++) if (CERT_FILE_OPTIONS.has(words[j]!)) inCertDir(`${lower} ${words[j]}`, words[j + 1]);
+    if (raw.includes('$') && expandsEnvironment(raw)) {
+      refuse(kw, 'expands an environment variable ("$NAME" in double quotes)');
+      continue;
+    }
+    if (SECTION_KEYWORDS.has(kw)) {
+      section = kw;
+      if (!allowed.patterns.has(`${kw} ${kw}`)) {
+        refuse(kw, `${JSON.stringify(kw)} is not a section Octavia's templates render`);
+        continue;
+      }
+    }
+    const directive = TWO_WORD_DIRECTIVES.has(kw) && words[1] !== undefined ? `${kw} ${words[1]}` : kw;
+    const candidates = allowed.patterns.get(`${section} ${kw}`);
+    if (!candidates) {
+      refuse(directive, `${JSON.stringify(kw)} is not a keyword Octavia's templates render in ${section || 'this place'}`);
+      continue;
+    }
+    let best: Miss | null = null;
+    let ok = false;
+    for (const p of candidates) {
+      pending = [];
+      const miss = match(p, words, 1);
+      if (miss === null) {
+        ok = true;
         break;
       }
-      case 'filter':
-        if (!ALLOWED_FILTERS.has(words[1] ?? '')) refuse(`filter ${words[1] ?? ''}`, 'reads a configuration file or talks to an external agent');
-        break;
-      case 'http-error':
-      case 'http-request':
-      case 'http-response':
-      case 'http-after-response':
-        if (lower === 'http-error' || ['return', 'deny', 'tarpit'].includes(words[1] ?? '')) {
-          for (let j = 1; j < words.length && words[j] !== 'if' && words[j] !== 'unless'; j++) {
-            if (RESPONSE_FILE_OPTIONS.has(words[j]!)) inLbDirs(`${lower} ${words[1]} ${words[j]}`, words[j + 1]);
-          }
-        }
-        break;
+      if (best === null || miss.at > best.at) best = miss;
     }
+    if (!ok) {
+      refuse(directive, `${best!.why} (word ${best!.at + 1}; allowed: ${candidates.map((c) => c.text).join(' | ')})`);
+      continue;
+    }
+    for (const f of pending) files.push({ ...f, directive });
 
-    // ACL pattern files (-f) and map/ACL files named by converters and actions, on any line.
-    for (let j = 0; j < words.length; j++) {
-      const w = words[j]!;
-      if (w === '-f' && j > 0) inLbDirs(`${kw} -f`, words[j + 1]);
-      if (w.includes('(')) for (const m of w.matchAll(FILE_REFERENCE)) inLbDirs(`${kw} ${m[1]}()`, m[2]);
-    }
+    if (kw === 'insecure-fork-wanted') forkLines.push(line);
+    if (kw === 'external-check' || (kw === 'cpu-map' && words.includes('external-check'))) pingCommand = true;
   }
   // Forking is for Octavia's PING check: the only external-check command allowed above.
   if (!pingCommand) {
     for (const line of forkLines) out.push({ line, directive: 'insecure-fork-wanted', reason: `lets workers fork without Octavia's external PING check (${pingWrapper})` });
   }
   return { violations: out.sort((a, b) => a.line - b.line), files };
+}
+
+function article(slot: string): string {
+  return /^[aeiou]/.test(slot) ? 'an' : 'a';
+}
+
+function describe(t: Token): string {
+  if (t.kind === 'word') return JSON.stringify([...t.words!][0]);
+  if (t.kind === 'choice') return `one of ${[...t.words!].join(', ')}`;
+  return `<${t.slot}>`;
+}
+
+/** `fetch(args),conv(args),conv`: its parts, or null when it is not that shape. */
+function splitExpression(e: string): { name: string; args?: string }[] | null {
+  const parts: { name: string; args?: string }[] = [];
+  const re = /([a-z0-9_.]+)(?:\(([^()]*)\))?(,|$)/gy;
+  let m: RegExpExecArray | null;
+  let end = 0;
+  while (end < e.length && (m = re.exec(e)) !== null) {
+    parts.push({ name: m[1]!, args: m[2] });
+    end = re.lastIndex;
+    if (m[3] === '') break;
+  }
+  return parts.length > 0 && end === e.length && !e.endsWith(',') ? parts : null;
 }

@@ -3,6 +3,7 @@
 // and what a refusal says (the line, the directive, the reason).
 import { AgentError } from '../../errors.js';
 import type { AmphoraFacts } from '../../render/settings.js';
+import type { AllowList } from './haproxy-allowed.js';
 
 export interface PolicyContext {
   lbId: string;
@@ -14,6 +15,8 @@ export interface PolicyContext {
   protectedFiles: string[];
   /** The amphora's CPU count and memory, which bound what haproxy reserves when it starts (bounds.ts). */
   amphora?: AmphoraFacts;
+  /** The operator's additions to the allow-list ([amphora_agent] config_policy_extension, haproxy-allowed-extension.ts). */
+  allowExtension?: AllowList;
 }
 
 export interface PolicyViolation {
