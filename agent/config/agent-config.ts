@@ -60,6 +60,11 @@ export interface AgentConfig {
     runtimeMemberChanges: boolean;
     /** Added: refuse API 1.0 configs that run programs, read files outside the load balancer's directories, open the runtime API... (haproxy/config-policy.ts). */
     configPolicy: boolean;
+    /**
+     * Added: a file of additions to the config policy's allow-list, for custom Octavia
+     * templates (format: agent/haproxy/policy/haproxy-allowed-extension.ts); null: none.
+     */
+    configPolicyExtension: string | null;
   };
   controllerWorker: {
     loadbalancerTopology: 'SINGLE' | 'ACTIVE_STANDBY';
@@ -186,6 +191,7 @@ export function parseAgentConfig(text: string): AgentConfig {
       memberConfigWriteDelayMs: int(aa, 'amphora_agent', 'member_config_write_delay_ms', 200, 0, 3_600_000),
       runtimeMemberChanges: bool(aa, 'amphora_agent', 'runtime_member_changes', true),
       configPolicy: bool(aa, 'amphora_agent', 'config_policy', true),
+      configPolicyExtension: optional(aa, 'config_policy_extension'),
     },
     render: {
       basePath,

@@ -7,6 +7,7 @@ import type { ConfigStore } from '../config/store.js';
 import type { HaproxyEngine } from '../haproxy/engine.js';
 import { judgeHaproxyConfig } from '../haproxy/policy/judge.js';
 import { readAmphoraFacts } from '../info/amphora-facts.js';
+import { readPolicyExtension } from '../haproxy/policy/haproxy-allowed-extension.js';
 import { PolicyRefusedError, type PolicyContext } from '../haproxy/policy/types.js';
 import { statsSocket } from '../haproxy/layout.js';
 import {
@@ -72,6 +73,7 @@ export class V1Service {
         // Read at each upload, as Octavia 19 reads /1.0/details just before it
         // renders: free memory moves with what runs (a few /proc reads, next to haproxy -c).
         amphora: await readAmphoraFacts(),
+        allowExtension: c.amphoraAgent.configPolicyExtension === null ? undefined : readPolicyExtension(c.amphoraAgent.configPolicyExtension),
       };
       // The text as sent first, so line numbers are the controller's; then as
       // haproxy gets it, in case removing `group` words made a difference.

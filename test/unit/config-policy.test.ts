@@ -7,7 +7,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkConfigPolicy, insideDirs, PLAIN_SERVER_LINE } from '../../agent/haproxy/policy/haproxy-config.js';
+import { checkConfigPolicy, insideDirs, PLAIN_SERVER_LINE, readConfigPolicy } from '../../agent/haproxy/policy/haproxy-config.js';
+import { parsePolicyExtension, PolicyExtensionError } from '../../agent/haproxy/policy/haproxy-allowed-extension.js';
 import type { PolicyContext } from '../../agent/haproxy/policy/types.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type RenderSettings } from '../../agent/render/settings.js';
@@ -88,65 +89,95 @@ test('paths: absolute, inside after resolving .., not a prefix match', () => {
   assert.not.ok(insideDirs(CERTS, [CERTS]));
 });
 
-const cases: [string, Parameters<typeof config>[0], string][] = [
-  ['program section', { tail: ['program evil', '    command /bin/sh -c id'] }, 'program section'],
-  ['program section in quotes', { tail: ['"program" evil'] }, 'program section'],
-  ['lua-load', { global: ['    lua-load /tmp/x.lua'] }, 'lua-load'],
-  ['lua-load escaped', { global: ['    lua\\x2dload /tmp/x.lua'] }, 'lua-load'],
-  ['lua-prepend-path', { global: ['    lua-prepend-path /tmp/?.lua'] }, 'lua-prepend-path'],
-  ['tune.lua', { global: ['    tune.lua.maxmem 10'] }, 'tune.lua.maxmem'],
-  ['external-check command', { backend: ['    external-check command /bin/sh'] }, 'external-check command'],
-  ['external-check command with arguments', { backend: ['    external-check command /var/lib/octavia/ping-wrapper.sh -x'] }, 'external-check command'],
-  ['external-check path', { backend: ['    external-check path /tmp'] }, 'external-check path'],
-  ['errorfile server.pem', { backend: ['    errorfile 503 /etc/octavia/certs/server.pem'] }, 'errorfile'],
-  ['errorfile traversal', { backend: [`    errorfile 503 /var/lib/octavia/${LB}/../../../etc/octavia/certs/server.pem`] }, 'errorfile'],
-  ['errorfile relative', { backend: ['    errorfile 503 server.pem'] }, 'errorfile'],
-  ['errorfile in http-errors', { tail: ['http-errors e', '    errorfile 503 /etc/shadow'] }, 'errorfile'],
-  ['http-request return file', { frontend: ['    http-request return status 200 content-type text/plain file /etc/octavia/certs/server.pem'] }, 'http-request return file'],
-  ['http-request return lf-file', { frontend: ['    http-request return status 200 lf-file /etc/octavia/amphora-agent.conf if TRUE'] }, 'http-request return lf-file'],
-  ['http-request deny errorfile', { frontend: ['    http-request deny status 403 errorfile /etc/passwd'] }, 'http-request deny errorfile'],
-  ['http-error file', { frontend: ['    http-error status 503 file /etc/passwd'] }, 'http-error status file'],
-  ['acl -f', { frontend: ['    acl k req.hdr(x) -f /etc/octavia/certs/server.pem'] }, 'acl -f'],
-  ['map converter', { frontend: ['    http-request set-header X %[req.hdr(x),map_beg(/etc/octavia/certs/server.pem)]'] }, 'http-request map_beg()'],
-  ['bind crt outside', { frontend: ['    bind 203.0.113.10:8443 ssl crt /etc/octavia/certs/server.pem'] }, 'bind crt'],
-  ['bind crt-list in the base dir', { frontend: ['    bind 203.0.113.10:8443 ssl crt-list /var/lib/octavia/x.pem'] }, 'bind crt-list'],
-  ['server ca-file protected', { backend: ['    server x 192.0.2.1:443 ssl ca-file /etc/octavia/certs/client_ca.pem'] }, 'server ca-file'],
-  ['server crl-file outside', { backend: ['    server x 192.0.2.1:443 ssl crl-file /tmp/crl.pem'] }, 'server crl-file'],
-  ['crt-base', { global: ['    crt-base /etc/octavia/certs'] }, 'crt-base'],
-  ['ca-base', { global: ['    ca-base /etc/octavia/certs'] }, 'ca-base'],
-  ['server-state-file outside', { global: ['    server-state-file /etc/octavia/amphora-agent.conf'] }, 'server-state-file'],
-  ['ssl-dh-param-file', { global: ['    ssl-dh-param-file /etc/octavia/certs/server.pem'] }, 'ssl-dh-param-file'],
-  ['stats socket on the VIP', { global: ['    stats socket ipv4@203.0.113.10:9999 level admin'] }, 'stats socket'],
-  ['stats socket on ip:port', { global: ['    stats socket 203.0.113.10:9999'] }, 'stats socket'],
-  ['stats socket elsewhere', { global: ['    stats socket /tmp/x.sock'] }, 'stats socket'],
-  ['stats socket on the master socket', { global: [`    stats socket /var/lib/octavia/${LB}/master.sock`] }, 'stats socket'],
-  ['stats admin', { frontend: ['    stats enable', '    stats admin if TRUE'] }, 'stats admin'],
-  ['server on a unix socket', { backend: [`    server x unix@/var/lib/octavia/${LB}/master.sock`] }, 'server'],
-  ['server on a path', { backend: [`    server x /var/lib/octavia/${LB}.sock`] }, 'server'],
-  ['peer on a unix socket', { tail: ['peers p', `    peer x unix@/var/lib/octavia/${LB}/master.sock`] }, 'peer'],
-  ['nameserver on a unix socket', { tail: ['resolvers r', `    nameserver x unix@/var/lib/octavia/${LB}/master.sock`] }, 'nameserver'],
-  ['bind on a unix socket', { frontend: ['    bind /var/lib/octavia/x.sock'] }, 'bind'],
-  ['user root', { global: ['    user root'] }, 'user'],
-  ['uid 0', { global: ['    uid 0'] }, 'uid'],
-  ['chroot', { global: ['    chroot /'] }, 'chroot'],
-  ['log to the network', { global: ['    log 198.51.100.1:514 local0'] }, 'log'],
-  ['log to stdout', { frontend: ['    log stdout format raw local0'] }, 'log'],
-  ['setenv', { global: ['    setenv X /etc'] }, 'setenv'],
-  ['presetenv', { global: ['    presetenv X /etc'] }, 'presetenv'],
-  ['environment expansion', { backend: [`    errorfile 503 "$\{HOME}/x"`] }, 'errorfile'],
-  ['environment expansion in a keyword', { backend: ['    "$LUA"-load /tmp/x.lua'] }, '$LUA-load'],
-  ['ssl-engine', { global: ['    ssl-engine rdrand'] }, 'ssl-engine'],
-  ['filter spoe', { frontend: ['    filter spoe engine x config /etc/octavia/amphora-agent.conf'] }, 'filter spoe'],
-  ['pidfile', { global: ['    pidfile /etc/octavia/amphora-agent.conf'] }, 'pidfile'],
-  ['unix-bind', { global: ['    unix-bind prefix /etc/octavia'] }, 'unix-bind'],
+const SHADOW = '/etc/shadow';
+// [name, added lines, the refusal's directive, what its reason says]
+const cases: [string, Parameters<typeof config>[0], string, RegExp][] = [
+  // Class 1 of issue 26: an escaped NUL hid the keyword from exact matches.
+  ['program section behind an escaped NUL', { tail: ['prog\\x00ram evil', '    command /bin/sh -c id'] }, 'prog\\x00ram', /NUL/],
+  ['return file behind an escaped NUL', { frontend: [`    http-request return status 200 file /etc/sh\\x00adow`] }, 'http-request', /NUL/],
+  ['program section', { tail: ['program evil', '    command /bin/sh -c id'] }, 'program', /not a section/],
+  ['program section in quotes', { tail: ['"program" evil'] }, 'program', /not a section/],
+  ['http-request return file /etc/shadow', { frontend: [`    http-request return status 200 content-type text/plain file ${SHADOW}`] }, 'http-request return', /"return"/],
+  ['http-request return lf-file', { frontend: ['    http-request return status 200 lf-file /etc/octavia/amphora-agent.conf if TRUE'] }, 'http-request return', /"return"/],
+  ['an admin stats socket on TCP', { global: ['    stats socket ipv4@203.0.113.10:9999 level admin'] }, 'stats socket', /only \/var\/lib\/octavia\//],
+  ['a stats socket on ip:port', { global: ['    stats socket 203.0.113.10:9999 mode 666 level user'] }, 'stats socket', /listens on/],
+  ['a stats socket elsewhere', { global: ['    stats socket /tmp/x.sock mode 666 level user'] }, 'stats socket', /listens on/],
+  ['the master socket as stats socket', { global: [`    stats socket /var/lib/octavia/${LB}/master.sock mode 666 level user`] }, 'stats socket', /listens on/],
+  ['the own stats socket at level admin', { global: [`    stats socket /var/lib/octavia/${LB}.sock mode 0666 level admin`] }, 'stats socket', /"admin"/],
+  ['the own stats socket with expose-fd', { global: [`    stats socket /var/lib/octavia/${LB}.sock mode 0666 level user expose-fd listeners`] }, 'stats socket', /more than/],
+  ['stats admin', { frontend: ['    stats admin if TRUE'] }, 'stats admin', /not a keyword/],
+  ['log to any address', { global: ['    log 198.51.100.1:514 local0'] }, 'log', /sends logs to/],
+  ['log to stdout', { global: ['    log stdout format raw local0'] }, 'log', /sends logs to/],
+  ['log in a frontend', { frontend: ['    log /dev/log local0'] }, 'log', /not a keyword/],
+  ['user root', { global: ['    user root'] }, 'user', /<user>/],
+  ['user root in a second global section', { tail: ['global', '    user root'] }, 'user', /<user>/],
+  // Class 2: keywords the deny-list never looked at.
+  ['bind in another network namespace', { frontend: ['    bind 203.0.113.10:80 namespace /proc/1/ns/net'] }, 'bind', /"namespace" is not an option of bind/],
+  ['the env() fetch in a header', { backend: ['    http-request set-header X-Env %[env(HOME)]'] }, 'http-request set-header', /fetch env\(\)/],
+  ['the env() fetch in a log-format', { frontend: ['    log-format %{+Q}[env(PATH)]'] }, 'log-format', /fetch env\(\)/],
+  ['the env() fetch in an acl', { frontend: ['    acl e env(HOME) -m found'] }, 'acl', /fetch env\(\)/],
+  ['the env() fetch in an anonymous acl', { frontend: ['    use_backend pool-1:listener-1 if { env(X) -m found }'] }, 'use_backend', /fetch env\(\)/],
+  ['the env() fetch in a redirect', { frontend: ['    redirect location https://x.test/%[env(HOME)] if rule-1'] }, 'redirect location', /fetch env\(\)/],
+  ['the env() fetch in stick on', { backend: ['    stick on env(HOME)'] }, 'stick on', /fetch env\(\)/],
+  ['uid 0', { global: ['    uid 0'] }, 'uid', /not a keyword/],
+  ['uid -0', { global: ['    uid -0'] }, 'uid', /not a keyword/],
+  ['gid 0', { global: ['    gid 0'] }, 'gid', /not a keyword/],
+  ['group root', { global: ['    group root'] }, 'group', /not a keyword/],
+  ['server-state-file-name', { backend: ['    server-state-file-name /etc/octavia/certs/server.pem'] }, 'server-state-file-name', /not a keyword/],
+  ['server-state-base', { global: ['    server-state-base /etc/octavia/certs'] }, 'server-state-base', /not a keyword/],
+  ['server-state-file outside', { global: ['    server-state-file /etc/octavia/amphora-agent.conf'] }, 'server-state-file', /outside/],
+  ['an unknown keyword', { frontend: ['    frobnicate 1'] }, 'frobnicate', /not a keyword Octavia's templates render in frontend/],
+  ['.if', { tail: ['.if defined(HAPROXY_MWORKER)', '.endif'] }, '.if', /not a keyword/],
+  ['.diag', { frontend: ['.diag "x"'] }, '.diag', /not a keyword/],
+  ['.notice', { global: ['.notice "x"'] }, '.notice', /not a keyword/],
+  ['.warning', { global: ['.warning "x"'] }, '.warning', /not a keyword/],
+  // More.
+  ['lua-load', { global: ['    lua-load /tmp/x.lua'] }, 'lua-load', /not a keyword/],
+  ['lua-load escaped', { global: ['    lua\\x2dload /tmp/x.lua'] }, 'lua-load', /not a keyword/],
+  ['external-check command /bin/sh', { backend: ['    external-check command /bin/sh'] }, 'external-check command', /only Octavia's/],
+  ['external-check command with arguments', { backend: ['    external-check command /var/lib/octavia/ping-wrapper.sh -x'] }, 'external-check command', /more than/],
+  ['external-check path', { backend: ['    external-check path /tmp'] }, 'external-check path', /"path"/],
+  ['errorfile', { backend: [`    errorfile 503 ${SHADOW}`] }, 'errorfile', /not a keyword/],
+  ['acl -f', { frontend: ['    acl k req.hdr(x) -f /etc/octavia/certs/server.pem'] }, 'acl', /flag "-f"/],
+  ['acl -f after -m', { frontend: ['    acl k path -m str -f /etc/octavia/certs/server.pem'] }, 'acl', /flag "-f"/],
+  ['acl value with an escaped newline', { frontend: ['    acl k path -m str "a\\nlua-load /x"'] }, 'acl', /control character/],
+  ['map converter', { backend: ['    http-request set-header X %[req.hdr(x),map_beg(/etc/octavia/certs/server.pem)]'] }, 'http-request set-header', /converter map_beg/],
+  ['an unterminated %[', { backend: ['    http-request set-header X %[req.hdr(x)'] }, 'http-request set-header', /unterminated/],
+  ['balance hdr()', { backend: ['    balance hdr(host)'] }, 'balance', /one of/],
+  ['bind crt-list outside', { frontend: ['    bind 203.0.113.10:8443 ssl crt-list /etc/octavia/certs/server.pem'] }, 'bind', /outside/],
+  ['bind crt-list in the base dir', { frontend: ['    bind 203.0.113.10:8443 ssl crt-list /var/lib/octavia/x.pem'] }, 'bind', /outside/],
+  ['bind crt (not rendered)', { frontend: [`    bind 203.0.113.10:8443 ssl crt ${CERTS}/x.pem`] }, 'bind', /"crt" is not an option of bind/],
+  ['bind on a unix socket', { frontend: ['    bind /var/lib/octavia/x.sock'] }, 'bind', /<addr>/],
+  ['bind on an abstract socket', { frontend: ['    bind abns@x'] }, 'bind', /<addr>/],
+  ['bind on two addresses', { frontend: ['    bind 203.0.113.10:80,203.0.113.11:80'] }, 'bind', /<addr>/],
+  ['server ca-file outside', { backend: ['    server x 192.0.2.1:443 ssl ca-file /etc/octavia/certs/client_ca.pem'] }, 'server', /outside/],
+  ['server on a unix socket', { backend: [`    server x unix@/var/lib/octavia/${LB}/master.sock`] }, 'server', /<addr>/],
+  ['server check-sni with a semicolon', { backend: ['    server x 192.0.2.1:443 check-sni "x;@1 disable frontend l"'] }, 'server', /"check-sni"/],
+  ['peer on a unix socket', { tail: ['peers p', `    peer x unix@/var/lib/octavia/${LB}/master.sock`] }, 'peer', /<addr>/],
+  ['a resolvers section', { tail: ['resolvers r', '    nameserver x 192.0.2.53:53'] }, 'resolvers', /not a section/],
+  ['a listen section', { tail: ['listen l', '    bind 203.0.113.10:81'] }, 'listen', /not a section/],
+  ['a keyword of another section', { frontend: ['    daemon'] }, 'daemon', /in frontend/],
+  ['chroot', { global: ['    chroot /'] }, 'chroot', /not a keyword/],
+  ['setenv', { global: ['    setenv X /etc'] }, 'setenv', /not a keyword/],
+  ['environment expansion', { backend: [`    option httpchk GET "$\{HOME}/x"`] }, 'option', /environment/],
+  ['environment expansion in a keyword', { backend: ['    "$LUA"-load /tmp/x.lua'] }, '$LUA-load', /environment/],
+  ['ssl-engine', { global: ['    ssl-engine rdrand'] }, 'ssl-engine', /not a keyword/],
+  ['filter spoe', { frontend: ['    filter spoe engine x config /etc/octavia/amphora-agent.conf'] }, 'filter', /not a keyword/],
+  ['pidfile', { global: ['    pidfile /etc/octavia/amphora-agent.conf'] }, 'pidfile', /not a keyword/],
+  ['a timeout that is not a time', { frontend: ['    timeout client 5s;x'] }, 'timeout client', /<time>/],
+  ['a header name with a space', { backend: ['    http-request set-header "X A" b'] }, 'http-request set-header', /<header>/],
+  ['a cipher list with a space', { frontend: [`    bind 203.0.113.10:8443 ssl crt-list ${CERTS}/l.pem ciphers "A B"`] }, 'bind', /<ciphers>/],
+  ['an httpchk Host header with more headers', { backend: ['    option httpchk GET / "HTTP/1.1\\r\\nHost: a\\r\\nX: y"'] }, 'option httpchk', /<httpchk-version>/],
 ];
-for (const [name, extra, directive] of cases) {
+for (const [name, extra, directive, reason] of cases) {
   test(`refused: ${name}`, () => {
     const c = config(extra);
     const v = refused(c);
     assert.ok(v.length >= 1, 'not refused');
-    assert.ok(v.some((x) => x.directive === directive), `no violation for ${directive}: ${JSON.stringify(v)}`);
     const lines = [...(extra?.global ?? []), ...(extra?.frontend ?? []), ...(extra?.backend ?? []), ...(extra?.tail ?? [])];
+    const hit = v.find((x) => x.directive === directive);
+    assert.ok(hit, `no refusal of ${directive}: ${JSON.stringify(v)}`);
+    assert.match(hit!.reason, reason);
     for (const x of v) assert.ok(lines.includes(c.split('\n')[x.line - 1]!), `line ${x.line} is not an added line`);
   });
 }
@@ -161,21 +192,48 @@ test('insecure-fork-wanted without the PING wrapper is refused, on its line', ()
 
 test('a line an escaped newline cannot hide: each physical line is read on its own', () => {
   const v = only(config({ frontend: ['        acl r path -m str /x', 'program p'] }));
-  assert.is(v.directive, 'program section');
+  assert.is(v.directive, 'program');
 });
 
-test('a userlist may have a user named root; a second global section may not run workers as root', () => {
-  assert.equal(refused(config({ tail: ['userlist admins', '    user root password $6$abc', '    group root users root'] })), []);
-  const v = only(config({ tail: ['global', '    user root'] }));
-  assert.is(v.directive, 'user');
-});
-
-test('accepted: log global, the syslog socket as unix@, ca-file @system-ca, stats on a .sock in the LB dir, compression', () => {
+test('accepted: the syslog socket as unix@, a .sock in the LB dir, a protected file only refused by name', () => {
   assert.equal(refused(config({
-    global: [`    stats socket /var/lib/octavia/${LB}/extra.sock mode 0600 level operator`],
-    frontend: ['    log unix@/run/rsyslog/octavia/log local0', '    filter compression', `    errorfile 503 /var/lib/octavia/${LB}/503.http`],
-    backend: ['    server x 192.0.2.9:443 ssl ca-file @system-ca', '    acl p path -m str -f'],
+    global: ['    log unix@/run/rsyslog/octavia/log local0', `    stats socket /var/lib/octavia/${LB}/extra.sock mode 0600 level user`],
+    frontend: ['    use_backend pool-1:listener-1 if rule-1 || !rule-2 or { path_end -m str .x }'],
   })), []);
+  assert.equal(refused(config({ backend: [`    server x 192.0.2.1:443 ssl ca-file ${CERTS}/agent.pem`] })), []);
+  const own = checkConfigPolicy(config({ backend: [`    server x 192.0.2.1:443 ssl ca-file ${CERTS}/agent.pem`] }), { ...CTX, protectedFiles: [`${CERTS}/agent.pem`] });
+  assert.match(own[0]?.reason ?? '', /agent's own files/);
+});
+
+test('the files a config names are returned for the check on disk, with their kind', () => {
+  const { files } = readConfigPolicy(config(), CTX);
+  assert.equal(files.map((f) => [f.directive, f.kind, f.path.replace(CERTS, 'C').replace(`/var/lib/octavia/${LB}`, 'L')]), [
+    ['server-state-file', 'file', 'L/servers-state'],
+    ['bind', 'crt-list', 'C/listener-1.pem'], ['bind', 'certificate', 'C/ca.pem'], ['bind', 'certificate', 'C/crl.pem'],
+    ['server', 'certificate', 'C/client.pem'], ['server', 'certificate', 'C/ca.pem'], ['server', 'certificate', 'C/crl.pem'],
+  ]);
+});
+
+test('an operator extension allows more lines, options and fetches, and nothing else', () => {
+  const ext = parsePolicyExtension([
+    '# custom template lines',
+    'line frontend http-request set-header <header> <log-format>',
+    'server-option maxconn <int>',
+    'bind-option accept-proxy',
+    'fetch req.ver',
+    'converter lower',
+  ].join('\n'), 'ext.conf');
+  const extra = {
+    frontend: ['    http-request set-header X-Ver %[req.ver,lower]', '    bind 203.0.113.10:81 accept-proxy'],
+    backend: ['    server x 192.0.2.1:80 maxconn 10'],
+  };
+  assert.equal(refused(config(extra)).map((x) => x.directive), ['http-request set-header', 'bind', 'server'], 'refused without the extension');
+  assert.equal(checkConfigPolicy(config(extra), { ...CTX, allowExtension: ext }), []);
+  const env = checkConfigPolicy(config({ frontend: ['    http-request set-header X %[env(HOME)]'] }), { ...CTX, allowExtension: ext });
+  assert.match(env[0]?.reason ?? '', /env\(\)/);
+  for (const bad of ['line frontend x <nope>', 'fetch env(', 'server-option a b c', 'allow everything']) {
+    assert.throws(() => parsePolicyExtension(bad, 'ext.conf'), (e: Error) => e instanceof PolicyExtensionError && /ext\.conf line 1/.test(e.message), bad);
+  }
 });
 
 // The 2.0 renderer: no fixture, in any of its render modes, yields a refused directive.

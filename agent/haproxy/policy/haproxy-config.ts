@@ -36,6 +36,7 @@ export const OCTAVIA_PING_WRAPPER = '/var/lib/octavia/ping-wrapper.sh';
 export const LOCAL_LOG_TARGETS = ['/run/rsyslog/octavia/log', '/dev/log'];
 
 /** Printable text: tenant values (L7 values, header values, URLs, ciphers) never carry control characters. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
 const PRINTABLE = /^[^\x00-\x1f\x7f]+$/;
 const NAME = /^[A-Za-z0-9_.:-]{1,255}$/;
 const HEADER = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,255}$/;
@@ -58,7 +59,7 @@ const WORD_SLOTS: Record<string, (w: string) => boolean> = {
   method: (w) => /^(?:GET|HEAD|POST|PUT|DELETE|OPTIONS|PATCH|TRACE|CONNECT)$/.test(w),
   uri: (w) => w.startsWith('/') && PRINTABLE.test(w),
   // Octavia 11 and 16 put the health check's Host header after the version, joined by an escaped CRLF.
-  'httpchk-version': (w) => /^HTTP\/1\.[01](?:\r\nHost:[\x20-\x7e]+)?$/.test(w),
+  'httpchk-version': (w) => /^HTTP\/1\.[01](?:\r\n(?:Host:[\x20-\x7e]+)?)?$/.test(w),
   ciphers: (w) => /^[A-Za-z0-9_:+!@=.-]{1,4096}$/.test(w),
   alpn: (w) => /^[A-Za-z0-9./-]{1,64}(?:,[A-Za-z0-9./-]{1,64})*$/.test(w),
   text: (w) => PRINTABLE.test(w),
@@ -416,7 +417,7 @@ export function readConfigPolicy(text: string, ctx: PolicyContext): { violations
     }
     const { words, unreadable } = tokenizeLine(raw);
     if (unreadable) {
-      refuse(words[0] ?? '', unreadable);
+      refuse(printable(words[0] ?? ''), unreadable);
       continue;
     }
     if (words.length === 0) continue;
@@ -463,6 +464,12 @@ export function readConfigPolicy(text: string, ctx: PolicyContext): { violations
     for (const line of forkLines) out.push({ line, directive: 'insecure-fork-wanted', reason: `lets workers fork without Octavia's external PING check (${pingWrapper})` });
   }
   return { violations: out.sort((a, b) => a.line - b.line), files };
+}
+
+/** A word as a refusal can show it: control characters (a NUL) as \\xHH. */
+function printable(w: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this shows
+  return w.replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
 function article(slot: string): string {
