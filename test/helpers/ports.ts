@@ -44,6 +44,7 @@ const BLOCKS = {
   'ids-and-vip-rules': [23750, 10],
   'config-protected': [22700, 50],
   'policy-files': [23300, 40],
+  'config-policy': [24000, 40],
 } as const satisfies Record<string, readonly [number, number]>;
 
 export type PortFile = keyof typeof BLOCKS;

@@ -18,6 +18,7 @@ import net from 'node:net';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
+import { testPorts } from '../helpers/ports.js';
 import { HAPROXIES, OCTAVIAS, testDir, type HaproxyUnderTest } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
 import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
@@ -33,6 +34,9 @@ import type { LoadBalancerSpec } from '../../agent/spec/types.js';
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');
 const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort();
 const LB = 'lb-policy';
+const ports = testPorts('config-policy');
+const backendPort = ports.range(HAPROXIES.length + 1);
+const agentPort = ports.range(HAPROXIES.length + 1);
 const MARKER = `/tmp/config-policy-pwned-${process.pid}`;
 
 const t = suite('config policy: Octavia 11/16/19 renders pass; advisory injections are refused, haproxy keeps serving');
@@ -159,19 +163,25 @@ interface Payload {
 }
 
 const PAYLOADS: Payload[] = [
-  { name: 'a program section', lines: () => ['program pwn', `    command /usr/bin/touch ${MARKER}`], directive: 'program section', at: 0 },
+  { name: 'a program section', lines: () => ['program pwn', `    command /usr/bin/touch ${MARKER}`], directive: 'program', at: 0 },
   { name: 'an errorfile on server.pem', lines: (a) => [`    errorfile 503 ${agentCert(a)}`], directive: 'errorfile', at: 0 },
-  { name: 'a return of server.pem', lines: (a) => [`    http-request return status 200 content-type text/plain file ${agentCert(a)}`], directive: 'http-request return file', at: 0 },
+  { name: 'a return of server.pem', lines: (a) => [`    http-request return status 200 content-type text/plain file ${agentCert(a)}`], directive: 'http-request return', at: 0 },
   { name: 'an admin stats socket on the VIP', lines: (_a, vip) => ['global', `    stats socket ipv4@${vip}:9999 level admin`, 'frontend resumed'], directive: 'stats socket', at: 1 },
   { name: 'a Lua load', lines: () => ['global', `    lua-load ${MARKER}.lua`, 'frontend resumed'], directive: 'lua-load', at: 1 },
+  // Issue 26, class 2: keywords and fetches a deny-list never looked at.
+  { name: 'a bind in the management namespace', lines: (_a, vip) => [`    bind ${vip}:9998 namespace /proc/1/ns/net`], directive: 'bind', at: 0 },
+  { name: 'the environment in a header', lines: () => ['    http-response set-header X-Env %[env(PATH)]'], directive: 'http-response set-header', at: 0 },
+  { name: 'workers as uid -0', lines: () => ['global', '    uid -0', 'frontend resumed'], directive: 'uid', at: 1 },
+  { name: 'logs to the network', lines: (_a, vip) => ['global', `    log ${vip}:514 local0`, 'frontend resumed'], directive: 'log', at: 1 },
+  { name: 'a .diag directive', lines: () => ['.diag "x"'], directive: '.diag', at: 0 },
 ];
 
 const KEY_TEXT = /PRIVATE KEY|BEGIN CERTIFICATE/;
 
 async function injectionRound(h: HaproxyUnderTest, index: number): Promise<void> {
   const o11 = renderers.get('octavia-11')!;
-  const backend = await new TestBackend(`member-${h.label}`, network.hostIp, 19610 + index).start();
-  const agent = await startAgent(h, join(dir, `h${index}`), network.netns, 19620 + index);
+  const backend = await new TestBackend(`member-${h.label}`, network.hostIp, backendPort(index)).start();
+  const agent = await startAgent(h, join(dir, `h${index}`), network.netns, agentPort(index));
   try {
     const vip = network.nsIp;
     const port = 18080 + index * 10;
@@ -250,8 +260,8 @@ for (const [i, h] of HAPROXIES.entries()) {
 
 t('config_policy = false: the same return-file injection is accepted and haproxy serves server.pem (the threat is real)', loud(async () => {
   const h = HAPROXIES[0]!;
-  const backend = await new TestBackend('member-off', network.hostIp, 19619).start();
-  const agent = await startAgent(h, join(dir, 'off'), network.netns, 19629, undefined, ['config_policy = false']);
+  const backend = await new TestBackend('member-off', network.hostIp, backendPort(HAPROXIES.length)).start();
+  const agent = await startAgent(h, join(dir, 'off'), network.netns, agentPort(HAPROXIES.length), undefined, ['config_policy = false']);
   try {
     const vip = network.nsIp;
     const port = 18180;
