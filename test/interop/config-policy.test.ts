@@ -5,8 +5,9 @@
 //  - OSSA-2026-039 injections, rendered by Octavia 11.0.0's templater without
 //    the fix (a newline in an L7 rule value, in a redirect URL, in
 //    tls_ciphers), each adding a program section, an errorfile on the agent's
-//    server.pem, a `return file` of it, an admin stats socket on the VIP or a
-//    Lua load: API 1.0 answers every upload 400 naming the line and the
+//    server.pem, a `return file` of it, an admin stats socket on the VIP, a
+//    Lua load, and issue 26's class 2 (a bind in another network namespace,
+//    the env() fetch, `uid -0`, logs to the network, a `.diag`): API 1.0 answers every upload 400 naming the line and the
 //    directive, and haproxy keeps serving the previous config, never the key
 //    (on every haproxy of the matrix);
 //  - with `config_policy = false` the same upload goes through and haproxy
@@ -173,7 +174,7 @@ const PAYLOADS: Payload[] = [
   { name: 'the environment in a header', lines: () => ['    http-response set-header X-Env %[env(PATH)]'], directive: 'http-response set-header', at: 0 },
   { name: 'workers as uid -0', lines: () => ['global', '    uid -0', 'frontend resumed'], directive: 'uid', at: 1 },
   { name: 'logs to the network', lines: (_a, vip) => ['global', `    log ${vip}:514 local0`, 'frontend resumed'], directive: 'log', at: 1 },
-  { name: 'a .diag directive', lines: () => ['.diag "x"'], directive: '.diag', at: 0 },
+  { name: 'a .diag directive', lines: () => ['.diag pwned'], directive: '.diag', at: 0 },
 ];
 
 const KEY_TEXT = /PRIVATE KEY|BEGIN CERTIFICATE/;
