@@ -113,7 +113,7 @@ export interface CompiledAllowList {
   serverOptions: Map<string, Token | null>;
   bindOptions: Map<string, Token | null>;
   /** A member's server line that needs no tokenized read (see plainServerLine). */
-  plainServer: RegExp;
+  plainServer: (line: string) => boolean;
 }
 
 export function compileAllowList(list: AllowList): CompiledAllowList {
@@ -134,43 +134,61 @@ export function compileAllowList(list: AllowList): CompiledAllowList {
   };
 }
 
-/**
- * A member's server line that the allow-list accepts, told by one regex test
- * instead of a tokenized read (most of a 10,000-member config, and most of
- * the policy's time): plain words only (no quote, escape, comment, `$`), an
- * address, and options whose values are numbers, times, names or choices.
- * Options with a file, an expression or free text take the full read.
- */
-function plainServerLine(options: Map<string, Token | null>): RegExp {
-  const value = (t: Token): string | null => {
-    if (t.kind === 'choice') return `(?:${[...t.words!].map(escapeRegex).join('|')})`;
-    if (t.slot === 'int') return '[0-9]{1,10}';
-    if (t.slot === 'time') return '[0-9]{1,10}(?:us|ms|s|m|h|d)?';
-    if (t.slot === 'id') return '[A-Za-z0-9_.:-]{1,255}';
-    return null;
-  };
-  const alternatives: string[] = [];
-  for (const [k, t] of options) {
-    if (t === null) alternatives.push(escapeRegex(k));
-    else {
-      const v = value(t);
-      if (v !== null) alternatives.push(`${escapeRegex(k)}[ \\t]+${v}`);
-    }
-  }
-  // Longest first, so `send-proxy-v2` is not read as `send-proxy` and a stray `-v2`.
-  alternatives.sort((a, b) => b.length - a.length);
-  // The address is captured: the caller checks it is one (isAddress), as the full read does.
-  return new RegExp('^[ \\t]+server[ \\t]+[A-Za-z0-9_.:-]{1,255}[ \\t]+([0-9A-Fa-f:.[\\]]{2,64})' +
-    `(?:[ \\t]+(?:${alternatives.join('|')})(?=[ \\t]|$))*[ \\t]*$`);
-}
+/** Plain words only (no quote, escape, comment, `$`), a name, something like an address, then option words. */
+const PLAIN_SERVER_WORDS = /^[ \t]+server[ \t]+[\w.:-]{1,255}[ \t]+([0-9A-Fa-f:.[\]]+)((?:[ \t]+[\w.:-]+)*)[ \t]*$/;
+/** The same with an IPv4 address and port the pattern itself checks (most members: no isIP() call). */
+const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
+const PORT = '(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}|0)';
+const PLAIN_SERVER_V4 = new RegExp(`^[ \\t]+server[ \\t]+[\\w.:-]{1,255}[ \\t]+(?:${OCTET}\\.){3}${OCTET}:${PORT}((?:[ \\t]+[\\w.:-]+)*)[ \\t]*$`);
+const SPACES = /[ \t]+/;
 
-function escapeRegex(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/**
+ * A member's server line that the allow-list accepts, told without a
+ * tokenized read (most of a 10,000-member config, and most of the policy's
+ * time): plain words only, an IP address, and options whose values are
+ * numbers, times, names or choices. Options with a file, an expression or
+ * free text, and anything else, take the full read.
+ */
+function plainServerLine(options: Map<string, Token | null>): (line: string) => boolean {
+  const values = new Map<string, ((w: string) => boolean) | null>();
+  for (const [k, t] of options) {
+    if (t === null) values.set(k, null);
+    else if (t.kind === 'choice') values.set(k, (w) => t.words!.has(w));
+    else if (t.slot === 'int' || t.slot === 'time' || t.slot === 'id') values.set(k, WORD_SLOTS[t.slot]!);
+  }
+  const tailOk = (tail: string): boolean => {
+    const words = tail.split(SPACES);
+    for (let i = 1; i < words.length; i++) {
+      const value = values.get(words[i]!);
+      if (value === undefined) return false;
+      if (value !== null && (++i >= words.length || !value(words[i]!))) return false;
+    }
+    return true;
+  };
+  // The members of a pool share their options (`weight 1 check inter 5s fall 3 rise 2`) and come one after
+  // another: comparing with the previous line's options is cheaper than hashing them into a cache.
+  let lastTail = '';
+  let lastOk = true;
+  return (line) => {
+    let tail: string;
+    const v4 = PLAIN_SERVER_V4.exec(line);
+    if (v4) tail = v4[1]!;
+    else {
+      const any = PLAIN_SERVER_WORDS.exec(line);
+      if (!any || !isAddress(any[1]!)) return false;
+      tail = any[2]!;
+    }
+    if (tail !== lastTail) {
+      lastTail = tail;
+      lastOk = tailOk(tail);
+    }
+    return lastOk;
+  };
 }
 
 const DEFAULT_ALLOWED = compileAllowList(OCTAVIA_ALLOWED);
-/** The fast path for the allow-list of Octavia's templates (exported for the benches and tests). */
-export const PLAIN_SERVER_LINE = DEFAULT_ALLOWED.plainServer;
+/** The fast path for the allow-list of Octavia's templates (exported for the tests). */
+export const isPlainServerLine = DEFAULT_ALLOWED.plainServer;
 
 const compiledExtensions = new WeakMap<AllowList, CompiledAllowList>();
 function allowListFor(ctx: PolicyContext): CompiledAllowList {
@@ -413,10 +431,7 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
 
   for (const raw of text.split('\n')) {
     line++;
-    if (section === 'backend') {
-      const plain = allowed.plainServer.exec(raw);
-      if (plain && isAddress(plain[1]!)) continue;
-    }
+    if (section === 'backend' && allowed.plainServer(raw)) continue;
     const { words, unreadable } = tokenizeLine(raw);
     if (unreadable) {
       refuse(printable(words[0] ?? ''), unreadable);
