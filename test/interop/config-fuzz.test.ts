@@ -6,8 +6,9 @@
 // continuations, and the master CLI's metacharacters put into words).
 //  - cheap, in-process, over every mutant (6,000): the policy never throws,
 //    names lines that exist, refuses every smuggled directive on its line,
-//    and refuses nothing but an orphaned insecure-fork-wanted in a config
-//    that was only reordered or thinned;
+//    and refuses nothing but an orphaned insecure-fork-wanted, or a line
+//    moved into a section Octavia never renders it in, in a config that was
+//    only reordered or thinned;
 //  - through the real agent and haproxy, a deterministic sample on every
 //    haproxy of the matrix: an upload is answered 202 or 400, never 5xx or
 //    not at all; a 400 from the policy exactly when the policy refuses; each
@@ -29,7 +30,7 @@ import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { forOctavia, OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
 import { checkConfigPolicy } from '../../agent/haproxy/policy/haproxy-config.js';
-import type { PolicyContext } from '../../agent/haproxy/policy/types.js';
+import type { PolicyContext, PolicyViolation } from '../../agent/haproxy/policy/types.js';
 import { MAX_WORDS, tokenizeLine } from '../../agent/haproxy/config-reader.js';
 import { ACL_PREFIX, answerIs, readByHaproxy, showAnswer } from '../helpers/haproxy-words.js';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
@@ -296,7 +297,11 @@ t(`${MUTANTS} mutants, judged in-process: the policy never throws, refuses each 
       assert.ok(v.some((x) => x.line === k + 1), `${m.seed} ${m.kinds.join('+')}: smuggled line ${k + 1} not refused: ${JSON.stringify(m.text.split('\n')[k])}`);
     }
     if (m.kinds.every((k) => STRUCTURAL.includes(k))) {
-      assert.equal(v.filter((x) => x.directive !== 'insecure-fork-wanted'), [], `${m.seed}: a reordered/thinned Octavia render is refused`);
+      // Under the allow-list a line moved into a section Octavia never renders it in is refused too: only such lines.
+      const lines = m.text.split('\n');
+      const moved = (x: PolicyViolation) => x.directive === 'insecure-fork-wanted'
+        || ['global', 'defaults', 'frontend f', 'backend b', 'peers p'].some((head) => checkConfigPolicy(`${head}\n${lines[x.line - 1]}\n`, e.ctx).length === 0);
+      assert.equal(v.filter((x) => !moved(x)), [], `${m.seed}: a reordered/thinned Octavia render is refused`);
     }
     if (v.length > 0) refused++;
     else {
@@ -379,7 +384,8 @@ async function throughAgent(h: HaproxyUnderTest, index: number): Promise<void> {
   console.log(`  ${h.label}: ${JSON.stringify(counts)} in ${(ms / 1000).toFixed(1)} s`);
   assert.equal(problems, [], `${problems.length} problems:\n${problems.join('\n')}`);
   assert.is(counts.uploads, count);
-  assert.ok(counts.policy > 0 && counts.haproxy > 0 && counts.accepted > 0, JSON.stringify(counts));
+  // haproxy -c refusing a policy-clean mutant is rare under the allow-list (0 of 60 on 3.2 with the fixed seed): not required.
+  assert.ok(counts.policy > 0 && counts.accepted > 0, JSON.stringify(counts));
 }
 
 /**

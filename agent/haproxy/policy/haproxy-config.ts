@@ -434,13 +434,14 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
     if (section === 'backend' && allowed.plainServer(raw)) continue;
     const { words, unreadable } = tokenizeLine(raw);
     if (unreadable) {
-      refuse(printable(words[0] ?? ''), unreadable);
+      // A line that starts with a control character has no first word to name: show its start.
+      refuse(printable(words[0] || raw.trimStart()).slice(0, 40) || '(control characters)', unreadable);
       continue;
     }
     if (words.length === 0) continue;
     const kw = words[0]!;
     if (raw.includes('$') && expandsEnvironment(raw)) {
-      refuse(kw, 'expands an environment variable ("$NAME" in double quotes)');
+      refuse(kw || '""', 'expands an environment variable ("$NAME" in double quotes)');
       continue;
     }
     if (SECTION_KEYWORDS.has(kw)) {
@@ -450,7 +451,8 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
         continue;
       }
     }
-    const directive = TWO_WORD_DIRECTIVES.has(kw) && words[1] !== undefined ? `${kw} ${words[1]}` : kw;
+    // As a refusal names it: an empty first word (`""`) shows as such.
+    const directive = (TWO_WORD_DIRECTIVES.has(kw) && words[1] !== undefined ? `${kw} ${words[1]}` : kw) || '""';
     const candidates = allowed.patterns.get(`${section} ${kw}`);
     if (!candidates) {
       refuse(directive, `${JSON.stringify(kw)} is not a keyword Octavia's templates render in ${section || 'this place'}`);
