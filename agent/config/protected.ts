@@ -70,6 +70,7 @@ export const OPTION_CLASSES: readonly OptionClass[] = [
   taken('amphora_agent', 'member_config_write_delay_ms', 'member handling'),
   taken('amphora_agent', 'runtime_member_changes', 'member handling'),
   kept('amphora_agent', 'config_policy', 'the config policy switch', (c) => c.amphoraAgent.configPolicy),
+  kept('amphora_agent', 'config_policy_extension', 'the config policy\'s allow-list additions', (c) => c.amphoraAgent.configPolicyExtension),
   taken('controller_worker', 'loadbalancer_topology', 'SINGLE or ACTIVE_STANDBY, the controller\'s to decide'),
 ];
 

@@ -107,7 +107,7 @@ test('the kept options: programs, secret, trust and written paths, the namespace
   const keptOnes = OPTION_CLASSES.filter((o) => o.kept).map((o) => `[${o.section}] ${o.key}`);
   assert.equal(keptOnes.sort(), [
     '[amphora_agent] agent_server_ca', '[amphora_agent] agent_server_cert', '[amphora_agent] agent_server_network_dir',
-    '[amphora_agent] config_policy', '[amphora_agent] network_namespace', '[amphora_agent] process_manager',
+    '[amphora_agent] config_policy', '[amphora_agent] config_policy_extension', '[amphora_agent] network_namespace', '[amphora_agent] process_manager',
     '[amphora_agent] systemd_unit_dir', '[amphora_agent] user_group_file',
     '[haproxy_amphora] base_cert_dir', '[haproxy_amphora] base_path', '[haproxy_amphora] haproxy_cmd', '[haproxy_amphora] user_log_format',
   ]);
