@@ -5,10 +5,12 @@
 // test/interop/config-policy.test.ts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkConfigPolicy, insideDirs, isPlainServerLine, readConfigPolicy } from '../../agent/haproxy/policy/haproxy-config.js';
-import { parsePolicyExtension, PolicyExtensionError } from '../../agent/haproxy/policy/haproxy-allowed-extension.js';
+import { parsePolicyExtension, PolicyExtensionError, readPolicyExtension } from '../../agent/haproxy/policy/haproxy-allowed-extension.js';
+import { parseAgentConfig } from '../../agent/config/agent-config.js';
 import type { PolicyContext } from '../../agent/haproxy/policy/types.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type RenderSettings } from '../../agent/render/settings.js';
@@ -234,6 +236,15 @@ test('an operator extension allows more lines, options and fetches, and nothing 
   for (const bad of ['line frontend x <nope>', 'fetch env(', 'server-option a b c', 'allow everything']) {
     assert.throws(() => parsePolicyExtension(bad, 'ext.conf'), (e: Error) => e instanceof PolicyExtensionError && /ext\.conf line 1/.test(e.message), bad);
   }
+});
+
+test('[amphora_agent] config_policy_extension names the file; it is read as written, and a missing one says so', () => {
+  assert.is(parseAgentConfig('').amphoraAgent.configPolicyExtension, null);
+  const path = join(mkdtempSync(join(tmpdir(), 'policy-ext-')), 'extension.conf');
+  assert.is(parseAgentConfig(`[amphora_agent]\nconfig_policy_extension = ${path}\n`).amphoraAgent.configPolicyExtension, path);
+  assert.throws(() => readPolicyExtension(path), (e: Error) => e instanceof PolicyExtensionError && e.message.includes(path));
+  writeFileSync(path, 'fetch req.ver\n');
+  assert.equal(readPolicyExtension(path).fetches, ['req.ver']);
 });
 
 // The 2.0 renderer: no fixture, in any of its render modes, yields a refused directive.
