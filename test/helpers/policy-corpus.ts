@@ -2,9 +2,11 @@
 // is derived from: every fixture spec rendered by the JinjaTemplater of
 // Octavia 11, 16 and 19 and by the agent's own 2.0 renderer, with the
 // features the settings switch on (connection logging on and off, TLS
-// defaults, amphora details or none, default and other directories).
+// defaults, amphora details or none, default and other directories), and
+// Octavia's legacy health checks as the agent rewrites them for haproxy 2.7+.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { translateLegacyHttpchk } from '../../agent/haproxy/legacy-httpchk.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts, type RenderSettings } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';
@@ -74,8 +76,11 @@ export async function octaviaCorpus(release: string, r: OctaviaRenderer): Promis
         for (const amp of [octaviaAmpDetails(CORPUS_AMPHORA), null]) {
           const text = (await r.render(forOctavia(spec), version, settings, amp)).haproxy;
           if (text === null) continue;
-          out.push({ origin: `${release} ${file} ${v.name} haproxy ${version} ${amp ? 'details' : 'no-details'}`, lbId: spec.id,
-            basePath: rs.basePath, baseCertDir: rs.baseCertDir, text });
+          const origin = `${release} ${file} ${v.name} haproxy ${version} ${amp ? 'details' : 'no-details'}`;
+          out.push({ origin, lbId: spec.id, basePath: rs.basePath, baseCertDir: rs.baseCertDir, text });
+          // What the agent gives haproxy 2.7+ of Octavia 11-16's health checks (legacy-httpchk.ts) is checked as haproxy runs it.
+          const translated = translateLegacyHttpchk(text);
+          if (translated !== text) out.push({ origin: `${origin} translated`, lbId: spec.id, basePath: rs.basePath, baseCertDir: rs.baseCertDir, text: translated });
         }
       }
     }

@@ -406,7 +406,8 @@ function differentialSample(): string[] {
 
 async function differential(h: HaproxyUnderTest, index: number): Promise<void> {
   const lines = differentialSample();
-  assert.ok(lines.length >= DIFFERENTIAL_LINES / 2, `${lines.length} accepted lines to read (they come from the in-process test)`);
+  // The allow-list accepts fewer mutant lines than the deny-list did: 593 distinct ones with the fixed seed.
+  assert.ok(lines.length >= DIFFERENTIAL_LINES / 6, `${lines.length} accepted lines to read (they come from the in-process test)`);
   for (const l of lines) assert.is(tokenizeLine(l).unreadable, undefined, `the policy accepted an unreadable line: ${JSON.stringify(l)}`);
   const started = performance.now();
   const { answers, output } = await readByHaproxy(h, dir, `words${index}`, lines);

@@ -1,6 +1,6 @@
 // What an uploaded haproxy config may say: the lines that the JinjaTemplater
 // of Octavia 11, 16 and 19 and the agent's own 2.0 renderer (templates/)
-// produce, as data. test/interop/haproxy-allowed.test.ts renders every
+// produce (and the agent's own rewrite of Octavia's legacy health checks), as data. test/interop/haproxy-allowed.test.ts renders every
 // fixture spec with all of them, every feature on, and checks that each
 // rendered line matches an entry here and that every entry here is used by
 // some render: the list is exactly what the templates can say.
@@ -78,6 +78,10 @@ export const OCTAVIA_ALLOWED: AllowList = {
     'backend fullconn <int>',
     'backend http-check expect rstatus <statuses>',
     'backend http-check send hdr <header> <log-format>',
+    // Octavia 11-16's legacy `option httpchk ... HTTP/1.1\r\nHost: x` as the agent rewrites it for haproxy 2.7+ (legacy-httpchk.ts).
+    'backend http-check send meth <method> uri <uri> ver {HTTP/1.0|HTTP/1.1}',
+    'backend http-check send meth <method> uri <uri> ver {HTTP/1.0|HTTP/1.1} hdr <header> <log-format>',
+    'backend option httpchk',
     'backend http-request set-header <header> <log-format>',
     'backend http-reuse safe',
     'backend load-server-state-from-file global',
