@@ -169,9 +169,6 @@ const PAYLOADS: Payload[] = [
   { name: 'a return of server.pem', lines: (a) => [`    http-request return status 200 content-type text/plain file ${agentCert(a)}`], directive: 'http-request return', at: 0 },
   { name: 'an admin stats socket on the VIP', lines: (_a, vip) => ['global', `    stats socket ipv4@${vip}:9999 level admin`, 'frontend resumed'], directive: 'stats socket', at: 1 },
   { name: 'a Lua load', lines: () => ['global', `    lua-load ${MARKER}.lua`, 'frontend resumed'], directive: 'lua-load', at: 1 },
-  // Issue 26, class 1: an escaped NUL, where haproxy's C string ends the word (`program`, `file`).
-  { name: 'a program section behind an escaped NUL', lines: () => ['program\\x00 pwn', `    command /usr/bin/touch ${MARKER}`], directive: 'program\\x00', at: 0 },
-  { name: 'a return of server.pem behind an escaped NUL', lines: (a) => [`    http-request return status 200 content-type text/plain file\\x00 ${agentCert(a)}`], directive: 'http-request', at: 0 },
   // Issue 26, class 2: keywords and fetches a deny-list never looked at.
   { name: 'a bind in the management namespace', lines: (_a, vip) => [`    bind ${vip}:9998 namespace /proc/1/ns/net`], directive: 'bind', at: 0 },
   { name: 'the environment in a header', lines: () => ['    http-response set-header X-Env %[env(PATH)]'], directive: 'http-response set-header', at: 0 },
