@@ -22,10 +22,11 @@ export const SPEC_NAME_PATTERN = '^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}
 
 /**
  * Certificate filenames. Octavia's agent accepts what `re.search(r'(\w.)+pem')`
- * finds anywhere in the name (the same as `\w.pem` anywhere); here the whole
- * name must be a plain file name that also satisfies that pattern.
+ * finds anywhere in the name; its controller always sends `<id>.pem`. Here
+ * the name must end in `.pem`: `x.pem.key` or `x.pem.ocsp` would be the files
+ * haproxy opens next to the certificate `x.pem`, which an upload must not set.
  */
-export const PEM_FILENAME_PATTERN = '^(?!.*\\.\\.)(?=.*\\w.pem)[A-Za-z0-9_][A-Za-z0-9_.-]{0,250}$';
+export const PEM_FILENAME_PATTERN = '^(?!.*\\.\\.)[A-Za-z0-9_][A-Za-z0-9_.-]{0,246}\\.pem$';
 
 const OBJECT_ID = new RegExp(OBJECT_ID_PATTERN);
 const SPEC_NAME = new RegExp(SPEC_NAME_PATTERN);

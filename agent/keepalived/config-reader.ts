@@ -81,6 +81,22 @@ function words(code: string): string[] {
   return out;
 }
 
+/**
+ * A quote that does not start a word or is not followed by a blank: keepalived
+ * (alloc_strvec_r) ends a word at a quote, so `inter"face"` is two words there
+ * and one to words() above. Octavia's templates quote whole words only.
+ */
+function quoteInsideWord(code: string): boolean {
+  let quoted = false;
+  for (let i = 0; i < code.length; i++) {
+    if (code[i] !== '"') continue;
+    const neighbour = quoted ? code[i + 1] : code[i - 1];
+    if (neighbour !== undefined && neighbour !== ' ' && neighbour !== '\t') return true;
+    quoted = !quoted;
+  }
+  return false;
+}
+
 /** keepalived's include, includer, includem... (is_include()): the first word starts with "include". */
 const INCLUDE = /^include[rmwba]?(\s|$)/;
 
@@ -90,6 +106,7 @@ function unreadableReason(raw: string): string | null {
   if (!PLAIN.test(raw)) return badCharacter(raw);
   const { code, unterminated } = decomment(raw);
   if (unterminated) return 'a quote is not closed on its line';
+  if (quoteInsideWord(code)) return 'a quote inside a word: keepalived ends the word at the quote';
   if (code.startsWith('@')) return "'@' keeps a line only on some hosts (a keepalived conditional)";
   if (code.startsWith('~')) return "'~' repeats lines (keepalived ~SEQ, ~LST)";
   if (INCLUDE.test(code)) return 'reads another file (keepalived include)';

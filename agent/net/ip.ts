@@ -32,6 +32,16 @@ export function parseCidr(text: string): Cidr {
   return { address: address!, prefix, family: family as 4 | 6 };
 }
 
+/**
+ * An IPv4 or IPv6 address written with its digits only: node's isIP also
+ * takes an IPv6 zone id ('fe80::1%eth0', '::1%example.com'), which haproxy
+ * reads as a name to resolve on a server line and keepalived as an
+ * interface. Config policies take addresses through this.
+ */
+export function isPlainIp(text: string): boolean {
+  return /^[0-9A-Fa-f.:]+$/.test(text) && isIP(text) !== 0;
+}
+
 export function ipFamily(ip: string): 4 | 6 | 0 {
   return isIP(ip) as 4 | 6 | 0;
 }

@@ -127,7 +127,7 @@ const cases: [string, Parameters<typeof config>[0], string, RegExp][] = [
   ['group root', { global: ['    group root'] }, 'group', /not a keyword/],
   ['server-state-file-name', { backend: ['    server-state-file-name /etc/octavia/certs/server.pem'] }, 'server-state-file-name', /not a keyword/],
   ['server-state-base', { global: ['    server-state-base /etc/octavia/certs'] }, 'server-state-base', /not a keyword/],
-  ['server-state-file outside', { global: ['    server-state-file /etc/octavia/amphora-agent.conf'] }, 'server-state-file', /outside/],
+  ['server-state-file outside', { global: ['    server-state-file /etc/octavia/amphora-agent.conf'] }, 'server-state-file', /the server state file is/],
   ['an unknown keyword', { frontend: ['    frobnicate 1'] }, 'frobnicate', /not a keyword Octavia's templates render in frontend/],
   ['.if', { tail: ['.if defined(HAPROXY_MWORKER)', '.endif'] }, '.if', /not a keyword/],
   ['.diag', { frontend: ['.diag "x"'] }, '.diag', /not a keyword/],
@@ -340,6 +340,19 @@ test('a NUL in any form, or a raw control character, is refused on its line', ()
     const v = checkConfigPolicy(`global\n${line}\n`, CTX);
     assert.equal(v.map((x) => x.line), [2], JSON.stringify(line));
   }
+});
+
+test('the server state file is the one Octavia names: not the load balancer\'s other files', () => {
+  for (const name of ['master.sock', 'haproxy.cfg', 'applied.json', `../${LB}.pid`, '../certs/x.pem']) {
+    const c = config().replace(`server-state-file /var/lib/octavia/${LB}/servers-state`, `server-state-file /var/lib/octavia/${LB}/${name}`);
+    assert.match(only(c).reason, /the server state file is/, name);
+  }
+});
+
+test('addresses are digits only: an IPv6 zone id (a name haproxy resolves) is refused', () => {
+  assert.is(only(config({ backend: ['    server m-3 fe80::1%eth0:80 weight 1'] })).directive, 'server');
+  assert.is(only(config({ frontend: ['    bind fe80::1%lo:8080'] })).directive, 'bind');
+  assert.is(refused(config({ backend: ['    server m-3 [2001:db8::1]:80 weight 1'] })).length, 0);
 });
 
 test.run();

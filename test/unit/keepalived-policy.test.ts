@@ -260,9 +260,11 @@ test('comments and quotes read as keepalived reads them', () => {
   // A '#' inside quotes is not a comment: the script named is "/tmp/x#".
   refused('vrrp', vrrpWith(2, '    script "/tmp/x#" /var/lib/octavia/vrrp/check_script.sh'), 2, 'script');
   refused('vrrp', vrrpWith(2, '    "notify" /tmp/x'), 2, 'notify');
-  const r = readKeepalivedConfig('a "b c"d "" # e\n  x {\n}\n! y\n');
-  assert.equal(r.statements.map((s) => [s.line, s.words, s.opens, s.closes]), [[1, ['a', 'b cd', ''], false, false], [2, ['x'], true, false], [3, [], false, true]]);
+  const r = readKeepalivedConfig('a "b c" "" # e\n  x {\n}\n! y\n');
+  assert.equal(r.statements.map((s) => [s.line, s.words, s.opens, s.closes]), [[1, ['a', 'b c', ''], false, false], [2, ['x'], true, false], [3, [], false, true]]);
   assert.equal(r.unreadable, []);
+  // keepalived ends a word at a quote: `"b c"d` is two words there.
+  assert.equal(readKeepalivedConfig('a "b c"d\n').unreadable.map((v) => v.line), [1]);
 });
 
 test('each upload has its own keywords, values of their shape, and namespaces from the list', () => {
@@ -291,6 +293,13 @@ test('a refusal is a PolicyRefusedError, answered 400 with the line, directive a
   assert.is(res.status, 400);
   assert.match((res.body as { details: string }).details, /line 2: script: arguments not of the form/);
   assert.not.throws(() => judgeKeepalivedConfig(BASE, { ...s, configPolicy: false }, 'vrrp', vrrpWith(2, '    script /tmp/marker.sh')));
+});
+
+test('a quote inside a word, where keepalived ends the word, is refused; whole quoted words pass', () => {
+  const lines = (text: string) => readKeepalivedConfig(text).unreadable.length;
+  assert.is(lines('vrrp_instance x {\n  inter"face" lo\n}\n'), 1);
+  assert.is(lines('virtual_server_group g {\n  net_namespace amphora"-haproxy"\n}\n'), 1);
+  assert.is(lines('vrrp_script s {\n  script "/var/lib/octavia/vrrp/check_script.sh"\n}\n'), 0);
 });
 
 test.run();

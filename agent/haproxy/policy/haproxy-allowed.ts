@@ -39,7 +39,7 @@ export const OCTAVIA_ALLOWED: AllowList = {
     'global cpu-map <cpu-map> <cpu-set> external-check',
     'global external-check',
     'global insecure-fork-wanted',
-    'global server-state-file <lb-file>',
+    'global server-state-file <state-file>',
     'global stats socket <stats-socket> mode <int> level user',
     'global tune.ssl.cachesize <int>',
 

@@ -24,6 +24,7 @@
 // (config-reader.ts tokenizeLine: quotes, escapes, comments).
 import { isIP } from 'node:net';
 import { posix } from 'node:path';
+import { isPlainIp } from '../../net/ip.js';
 import type { FileReference, PolicyContext, PolicyViolation } from './types.js';
 import { SECTION_KEYWORDS, tokenizeLine } from '../config-reader.js';
 import { OCTAVIA_ALLOWED, type AllowList } from './haproxy-allowed.js';
@@ -49,7 +50,7 @@ const WORD_SLOTS: Record<string, (w: string) => boolean> = {
   id: (w) => NAME.test(w),
   user: (w) => /^[a-z_][a-z0-9_-]{0,31}$/.test(w) && w !== 'root',
   header: (w) => HEADER.test(w),
-  ip: (w) => isIP(w.replace(/^\[(.*)\]$/, '$1')) !== 0,
+  ip: (w) => isPlainIp(w.replace(/^\[(.*)\]$/, '$1')),
   addr: (w) => isAddress(w),
   facility: (w) => /^(?:local[0-7]|kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|auth2|ftp|ntp|audit|alert|cron2)$/.test(w),
   level: (w) => /^(?:emerg|alert|crit|err|warning|notice|info|debug)$/.test(w),
@@ -65,18 +66,18 @@ const WORD_SLOTS: Record<string, (w: string) => boolean> = {
   text: (w) => PRINTABLE.test(w),
 };
 /** Slots read with the load balancer's context (files, sockets, expressions). */
-const CONTEXT_SLOTS = ['lb-file', 'cert-file', 'crt-list', 'stats-socket', 'syslog', 'ping-wrapper', 'fetch', 'log-format'];
+const CONTEXT_SLOTS = ['state-file', 'lb-file', 'cert-file', 'crt-list', 'stats-socket', 'syslog', 'ping-wrapper', 'fetch', 'log-format'];
 const REST_SLOTS = ['server-options', 'bind-options', 'acl', 'cond'];
 /** Every slot name, for extensions. */
 export const SLOT_NAMES = new Set([...Object.keys(WORD_SLOTS), ...CONTEXT_SLOTS, ...REST_SLOTS]);
 
 function isAddress(w: string): boolean {
   const bracketed = /^\[([^\]]+)\](?::([0-9]{1,5}))?$/.exec(w);
-  if (bracketed) return isIP(bracketed[1]!) === 6 && (bracketed[2] === undefined || Number(bracketed[2]) <= 65535);
-  if (isIP(w) !== 0) return true;
+  if (bracketed) return isPlainIp(bracketed[1]!) && isIP(bracketed[1]!) === 6 && (bracketed[2] === undefined || Number(bracketed[2]) <= 65535);
+  if (isPlainIp(w)) return true;
   const colon = w.lastIndexOf(':');
   const port = w.slice(colon + 1);
-  return colon > 0 && /^[0-9]{1,5}$/.test(port) && Number(port) <= 65535 && isIP(w.slice(0, colon)) !== 0;
+  return colon > 0 && /^[0-9]{1,5}$/.test(port) && Number(port) <= 65535 && isPlainIp(w.slice(0, colon));
 }
 
 /** One element of a compiled pattern. */
@@ -314,6 +315,12 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
     switch (slot) {
       case 'lb-file':
         return file(w, ownDirs, `the load balancer's directories (${lbDir}/, ${certDir}/)`, 'file');
+      case 'state-file': {
+        // The agent writes the state dump there before each reload: any other name would let a config
+        // overwrite the load balancer's own files (its accepted config, master socket, certificates).
+        const stateFile = posix.join(lbDir, 'servers-state');
+        return posix.normalize(w) === stateFile ? file(w, [lbDir], `${lbDir}/`, 'file') : `names ${JSON.stringify(w)}; the server state file is ${stateFile}`;
+      }
       case 'cert-file':
         return file(w, [certDir], `the load balancer's certificate directory (${certDir}/)`, 'certificate');
       case 'crt-list':

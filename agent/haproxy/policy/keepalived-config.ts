@@ -18,6 +18,7 @@
 // Pure: text and the amphora's paths in, violations out (1-based lines).
 import { isIP, isIPv4 } from 'node:net';
 import { join } from 'node:path';
+import { isPlainIp } from '../../net/ip.js';
 import { readKeepalivedConfig, type KeepalivedStatement } from '../../keepalived/config-reader.js';
 import type { PolicyViolation } from './types.js';
 
@@ -49,7 +50,7 @@ const int = (max: number) => (w: string): boolean => /^\d{1,10}$/.test(w) && Num
 const cidr: Shape = (w) => {
   const [addr, len, extra] = w.split('/');
   if (extra !== undefined || len === undefined || !/^\d{1,3}$/.test(len)) return false;
-  const v = isIP(addr!);
+  const v = isPlainIp(addr!) ? isIP(addr!) : 0;
   return v !== 0 && Number(len) <= (v === 4 ? 32 : 128);
 };
 /** A path as Octavia concatenates it (base_path + '/lvs/...'): repeated slashes are one. */
@@ -57,7 +58,7 @@ const samePath = (word: string, path: string) => word.replace(/\/+/g, '/') === p
 
 /** Placeholders of the patterns below: the argument shapes the templates produce. */
 const SHAPES: Record<string, Shape> = {
-  '<ip>': (w) => isIP(w) !== 0,
+  '<ip>': (w) => isPlainIp(w),
   '<cidr>': cidr,
   '<int>': int(4294967295),
   '<port>': (w) => int(65535)(w) && Number(w) > 0,
