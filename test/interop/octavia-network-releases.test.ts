@@ -175,7 +175,7 @@ test('SINGLE: after an LVS listener starts, its virtual address is announced by 
   // virtual_server: with one, keepalived needs IPVS, which this kernel lacks
   // (keepalived exits and the start is a 500, see octavia-network.test.ts);
   // without, it runs, so the start succeeds and what follows it is seen.
-  const config = ['global_defs {', '    router_id udp_1', '}', 'virtual_server_group ipv4-group {', '    10.53.0.10 5353', '}', ''].join('\n');
+  const config = ['virtual_server_group ipv4-group {', '    10.53.0.10 5353', '}', ''].join('\n');
   await single.peer.call('upload_udp_config', listener, config);
   const capture = await ArpCapture.start('aats3vipp');
   try {

@@ -220,7 +220,6 @@ OCTAVIAS.forEach((release, ri) => {
   test('LVS listener: upload, listed as UDP, start reports the kernel lacking IPVS, delete', async () => {
     const listener = '7a7a7a7a-0000-4000-8000-000000000001';
     const config = [
-      'global_defs {', '    router_id udp_1', '}',
       'virtual_server_group ipv4-group {', '    10.77.0.10 5353', '}',
       'virtual_server group ipv4-group {', '    lb_algo wrr', '    lb_kind NAT', '    protocol UDP',
       '    real_server 10.88.0.1 5353 {', '        weight 1', '    }', '}', '',
