@@ -149,7 +149,10 @@ async function boundsRound(h: HaproxyUnderTest, i: number): Promise<void> {
   const meminfo = join(dir, `meminfo-${i}`);
   writeFileSync(meminfo, amphoraMeminfo());
   const launcher = ['unshare', '-m', 'sh', '-c', `mount --make-rprivate / && mount --bind ${meminfo} /proc/meminfo && exec "$@"`, 'sh'];
-  const agent = await startAgent(h, home, network.netns, AGENT_PORT(i), undefined, undefined, launcher);
+  // Octavia's templates render no cache section: an operator's extension allows one, and the bound still applies.
+  const extension = join(dir, `policy-extension-${i}`);
+  writeFileSync(extension, 'line cache <id>\nline cache total-max-size <int>\nline cache max-age <int>\n');
+  const agent = await startAgent(h, home, network.netns, AGENT_PORT(i), undefined, [`config_policy_extension = ${extension}`], launcher);
   try {
     const vip = network.nsIp;
     const port = LISTENER_PORT(i);
