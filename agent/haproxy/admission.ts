@@ -79,15 +79,45 @@ export function isReady(server: { checkResult: number; checkHealth: number }, ri
 }
 
 /**
- * A member the agent keeps in maintenance (or, re-enabled, draining) until
- * its checks pass is reported DOWN, as haproxy reports a member held down by init-state: MAINT
- * would read as disabled by the operator (Octavia's OFFLINE).
+ * What the heartbeat says of a member that is not taking traffic and has not
+ * failed a check since it came in. Octavia's health manager keeps a member's
+ * last status when it reads RESTARTING (heartbeat_udp.py of 11, 16 and 19,
+ * meant for keepalived's restarts), so such a member stays where Octavia put
+ * it (OFFLINE, or ONLINE across a reload) instead of turning ERROR and the
+ * pool and load balancer DEGRADED: a false alarm on every added node.
  */
-export function withPendingDown<R extends { pxname: string; svname: string; status: string }>(
-  rows: R[], pending: { backend: string; server: string }[],
-): R[] {
+export const AWAITING_CHECK = 'RESTARTING';
+
+/** haproxy's check_status before the first check, and after a passed one (rising toward `rise`). */
+const NOT_FAILED = new Set(['INI', 'L4OK', 'L6OK', 'L7OK', 'L7OKC']);
+
+interface ReportedRow { pxname: string; svname: string; status: string; checkStatus: string }
+
+/**
+ * haproxy's rows as reports show them. A member still being admitted (DOWN
+ * while held by init-state or a stopped seed, or in the agent's maintenance:
+ * `pending`) is AWAITING_CHECK until a check fails, then DOWN; MAINT alone
+ * stays MAINT (the operator's OFFLINE). A backend that serves nothing only
+ * because its members are being admitted is AWAITING_CHECK too.
+ */
+export function withAdmissionReported<R extends ReportedRow>(rows: R[], pending: { backend: string; server: string }[]): R[] {
   const held = new Set(pending.map((p) => memberKey(p.backend, p.server)));
-  return rows.map((r) => (/^(MAINT|DRAIN)/.test(r.status) && held.has(memberKey(r.pxname, r.svname)) ? { ...r, status: 'DOWN' } : r));
+  const reported = rows.map((r) => {
+    if (r.svname === 'FRONTEND' || r.svname === 'BACKEND') return r;
+    const isHeld = held.has(memberKey(r.pxname, r.svname));
+    const outOfTraffic = isHeld ? /^(MAINT|DRAIN)/.test(r.status) : r.status.startsWith('DOWN');
+    if (!outOfTraffic) return r;
+    if (NOT_FAILED.has(r.checkStatus)) return { ...r, status: AWAITING_CHECK };
+    return isHeld ? { ...r, status: 'DOWN' } : r;
+  });
+  const admitting = new Set<string>();
+  const failed = new Set<string>();
+  for (const r of reported) {
+    if (r.status === AWAITING_CHECK) admitting.add(r.pxname);
+    else if (r.status.startsWith('DOWN') && r.svname !== 'BACKEND') failed.add(r.pxname);
+  }
+  return reported.map((r) => (r.svname === 'BACKEND' && r.status.startsWith('DOWN') && admitting.has(r.pxname) && !failed.has(r.pxname)
+    ? { ...r, status: AWAITING_CHECK } : r));
 }
 
 /**

@@ -334,8 +334,8 @@ export class HaproxyEngine {
 
   /**
    * haproxy's `show stat` rows for this load balancer, as the heartbeat and
-   * API 2.0's status report them: members waiting for their first passing
-   * check are DOWN.
+   * API 2.0's status report them: members still being admitted are
+   * AWAITING_CHECK until a check fails (admission.ts).
    */
   async stats(lbId: string): Promise<StatRow[]> {
     return this.pending.reported(lbId, parseShowStat(await showStat(statsSocket(this.baseDir, lbId))));

@@ -5,7 +5,7 @@
 // members is kept in memory, read once from disk.
 import type { Logger } from '../log.js';
 import { exists, readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
-import { withPendingDown } from './admission.js';
+import { withAdmissionReported } from './admission.js';
 import { memberKey, type LoadBalancerFiles } from './layout.js';
 import type { PendingMember, RuntimeApi, RuntimeResult } from './runtime.js';
 import type { StatRow } from './stats.js';
@@ -69,9 +69,8 @@ export class PendingMembers {
     await this.set(lbId, waiting);
   }
 
-  /** haproxy's stats rows as reports show them: pending members are DOWN. */
+  /** haproxy's stats rows as reports show them: members still being admitted are AWAITING_CHECK (admission.ts). */
   async reported(lbId: string, rows: StatRow[]): Promise<StatRow[]> {
-    const pending = await this.of(lbId);
-    return pending.length > 0 ? withPendingDown(rows, pending) : rows;
+    return withAdmissionReported(rows, await this.of(lbId));
   }
 }

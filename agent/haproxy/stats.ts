@@ -13,6 +13,8 @@ export interface StatRow {
   scur: number;
   stot: number;
   ereq: number;
+  /** The last check's result (L7OK, L4CON...; INI before the first), without the "* " of a check in progress. */
+  checkStatus: string;
 }
 
 /** `show stat` from a stats socket, as text. */
@@ -29,8 +31,9 @@ export function parseShowStat(csv: string): StatRow[] {
   const idx = {
     pxname: at('pxname'), svname: at('svname'), status: at('status'), weight: at('weight'),
     bin: at('bin'), bout: at('bout'), scur: at('scur'), stot: at('stot'), ereq: at('ereq'),
+    checkStatus: at('check_status'),
   };
-  // The columns read are among the first twenty of about a hundred: a row
+  // The columns read are among the first forty of about a hundred: a row
   // is split only that far (a third of a 5,000-member heartbeat's time went
   // into splitting whole rows).
   const fields = Math.max(...Object.values(idx)) + 1;
@@ -40,6 +43,7 @@ export function parseShowStat(csv: string): StatRow[] {
     return {
       pxname: f[idx.pxname] ?? '', svname: f[idx.svname] ?? '', status: f[idx.status] ?? '', weight: f[idx.weight] ?? '',
       bin: num(idx.bin), bout: num(idx.bout), scur: num(idx.scur), stot: num(idx.stot), ereq: num(idx.ereq),
+      checkStatus: (f[idx.checkStatus] ?? '').replace(/^\* /, ''),
     };
   });
 }

@@ -1,7 +1,7 @@
 // Operating status of a load balancer's listeners, pools and members, read
 // from haproxy the way the heartbeat reads it and mapped to Octavia's
 // operating statuses the way the health manager maps heartbeat values. Pure.
-import { buildHeartbeat } from '../health/message.js';
+import { buildHeartbeat, poolStatuses } from '../health/message.js';
 import type { StatRow } from '../haproxy/stats.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
 
@@ -19,7 +19,8 @@ export interface LoadBalancerStatus {
 
 const LISTENER: Record<string, string> = { OPEN: 'ONLINE', FULL: 'DEGRADED' };
 const POOL: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR' };
-const MEMBER: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR', DRAIN: 'DRAINING', MAINT: 'OFFLINE', 'no check': 'NO_MONITOR' };
+// A member or pool still being admitted (RESTARTING, admission.ts) is OFFLINE: not serving, nothing failed.
+const MEMBER: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR', DRAIN: 'DRAINING', MAINT: 'OFFLINE', 'no check': 'NO_MONITOR', RESTARTING: 'OFFLINE' };
 
 /** haproxy prints transitions ("UP 1/2", "DOWN 1/2"): the first word is the state the heartbeat reports. */
 const settled = (status: string) => (status.startsWith('no check') ? 'no check' : status.split(' ')[0]!);
@@ -39,7 +40,7 @@ export function loadBalancerStatus(spec: LoadBalancerSpec, rows: StatRow[], lvs:
     const seen = message.listeners[l.id]?.status;
     out.listeners.push({ id: l.id, haproxy_status: seen ?? 'absent', operating_status: seen ? LISTENER[seen] ?? 'OFFLINE' : 'OFFLINE' });
   }
-  for (const [key, pool] of Object.entries(message.pools)) {
+  for (const [key, pool] of Object.entries(poolStatuses(rows))) {
     const [poolId, listenerId] = key.split(':') as [string, string];
     out.pools.push({
       id: poolId,

@@ -255,7 +255,7 @@ HAPROXIES.forEach((h, hi) => {
     agent = await startAgent(h, dir, net.netns, AGENT(hi));
     await sleep(2500); // more than rise x inter: a member that slipped through would be UP by now
     assert.not.equal((await servers()).find((s) => s.server === 'late')?.opState, 2, 'UP while not ready');
-    // Held down, not disabled: the status (and the heartbeat) say ERROR, not OFFLINE.
+    // Held down and its check failed (not disabled): the status (and the heartbeat) say ERROR, not OFFLINE.
     const status = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}/status`);
     const lateStatus = status.json.pools.flatMap((p: { members: { id: string; operating_status: string }[] }) => p.members).find((m: { id: string }) => m.id === 'late');
     assert.is(lateStatus?.operating_status, 'ERROR', JSON.stringify(lateStatus));

@@ -76,7 +76,11 @@ unmount_all() {
 }
 bind_slave() { # SOURCE TARGET
   mkdir -p "$2"
-  mountpoint -q "$2" && return 0
+  # A mount left from a source that was since removed and made again shows an empty directory.
+  if mountpoint -q "$2"; then
+    [ "$(stat -c %d:%i "$1")" = "$(stat -c %d:%i "$2")" ] && return 0
+    umount -l "$2"
+  fi
   mount --rbind "$1" "$2"
   mount --make-rslave "$2"
 }

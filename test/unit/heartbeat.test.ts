@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { decodeHeartbeat, encodeHeartbeat, encodeToFit } from '../../agent/health/envelope.js';
 import { addLvsListener, buildHeartbeat } from '../../agent/health/message.js';
 import { parseShowStat } from '../../agent/haproxy/stats.js';
-import { withPendingDown } from '../../agent/haproxy/admission.js';
+import { AWAITING_CHECK, withAdmissionReported } from '../../agent/haproxy/admission.js';
 import { parseDestination, MAX_DATAGRAM } from '../../agent/health/sender.js';
 
 const CSV = [
@@ -29,12 +29,32 @@ test('message v3: listener deltas (conns absolute), pool status, members with we
   assert.is(restarted.message.listeners.l1!.stats.totconns, 4);
 });
 
-test('a member waiting in maintenance for its first check is DOWN; one the operator disabled stays MAINT', () => {
-  const csv = CSV.replace('p1:l1,m2,0,0,0,0,,0,0,0,,0,,0,0,0,0,UP,0', 'p1:l1,m2,0,0,0,0,,0,0,0,,0,,0,0,0,0,MAINT,1')
-    .replace('p1:l1,m3,0,0,0,0,,0,0,0,,0,,0,0,0,0,DOWN 1/2,1', 'p1:l1,m3,0,0,0,0,,0,0,0,,0,,0,0,0,0,MAINT,1');
-  const rows = withPendingDown(parseShowStat(csv), [{ backend: 'p1:l1', server: 'm2' }, { backend: 'p1:l1', server: 'm1' }]);
+// Rows as `show stat` prints them, with the check_status column.
+const admitting = (members: [string, string, string][], backend: string) => parseShowStat([
+  '# pxname,svname,status,weight,check_status',
+  ...members.map(([name, status, check]) => `p1:l1,${name},${status},1,${check}`),
+  `p1:l1,BACKEND,${backend},1,`,
+].join('\n'));
+
+test('members being admitted: RESTARTING (Octavia keeps their status) until a check fails, then DOWN', () => {
+  const rows = withAdmissionReported(admitting([
+    ['up', 'UP', 'L7OK'], ['first', 'DOWN', 'INI'], ['rising', 'DOWN 1/3', 'L7OK'], ['running', 'DOWN', '* L4OK'],
+    ['failed', 'DOWN', 'L7STS'], ['held', 'MAINT', 'INI'], ['held-failed', 'MAINT', 'L4CON'], ['disabled', 'MAINT', 'INI'],
+  ], 'UP'), [{ backend: 'p1:l1', server: 'held' }, { backend: 'p1:l1', server: 'held-failed' }]);
   const { message } = buildHeartbeat('amp', 0, rows, {});
-  assert.equal(message.pools['p1:l1']!.members, { m1: 'UP', m2: 'DOWN', m3: 'MAINT' });
+  assert.equal(message.pools['p1:l1'], { status: 'UP', members: {
+    up: 'UP', first: AWAITING_CHECK, rising: AWAITING_CHECK, running: AWAITING_CHECK,
+    failed: 'DOWN', held: AWAITING_CHECK, 'held-failed': 'DOWN', disabled: 'MAINT',
+  } });
+});
+
+test('a pool down only because its members are being admitted is left out of the heartbeat; one with a failed member is not', () => {
+  const only = withAdmissionReported(admitting([['a', 'DOWN', 'INI'], ['b', 'DOWN 1/2', 'L7OK'], ['off', 'MAINT', 'INI']], 'DOWN'), []);
+  assert.equal(buildHeartbeat('amp', 0, only, {}).message.pools, {});
+  const failed = withAdmissionReported(admitting([['a', 'DOWN', 'INI'], ['b', 'DOWN', 'L4TOUT']], 'DOWN'), []);
+  assert.equal(buildHeartbeat('amp', 0, failed, {}).message.pools, { 'p1:l1': { status: 'DOWN', members: { a: AWAITING_CHECK, b: 'DOWN' } } });
+  const disabled = withAdmissionReported(admitting([['off', 'MAINT', 'INI']], 'DOWN'), []);
+  assert.equal(buildHeartbeat('amp', 0, disabled, {}).message.pools, { 'p1:l1': { status: 'DOWN', members: { off: 'MAINT' } } });
 });
 
 test('LVS listeners: OPEN with zero stats, unless their config marks them disabled', () => {

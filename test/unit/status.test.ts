@@ -4,6 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadBalancerStatus } from '../../agent/loadbalancer/status.js';
 import { parseShowStat } from '../../agent/haproxy/stats.js';
+import { withAdmissionReported } from '../../agent/haproxy/admission.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 
 const spec = validateSpec({
@@ -35,6 +36,14 @@ test('members, pools and listeners map as the health manager maps heartbeats', (
   assert.equal(Object.fromEntries(s.pools[0]!.members.map((m) => [m.id, m.operating_status])), {
     a: 'ONLINE', b: 'ERROR', c: 'OFFLINE', d: 'DRAINING', e: 'NO_MONITOR',
   });
+});
+
+test('a pool whose members are all being admitted is OFFLINE with its members, not ERROR', () => {
+  const rows = withAdmissionReported(parseShowStat([
+    '# pxname,svname,status,weight,check_status', 'p:l,a,DOWN,1,INI', 'p:l,b,DOWN 1/3,1,L7OK', 'p:l,BACKEND,DOWN,2,',
+  ].join('\n')), []);
+  const pool = loadBalancerStatus(spec, rows, {}).pools[0]!;
+  assert.equal([pool.operating_status, ...pool.members.map((m) => m.operating_status)], ['OFFLINE', 'OFFLINE', 'OFFLINE']);
 });
 
 test('a listener haproxy does not report is OFFLINE', () => {
