@@ -1,6 +1,7 @@
 // Operating status of a load balancer's listeners, pools and members, read
 // from haproxy the way the heartbeat reads it and mapped to Octavia's
 // operating statuses the way the health manager maps heartbeat values. Pure.
+import { AWAITING_CHECK } from '../haproxy/admission.js';
 import { buildHeartbeat, poolStatuses } from '../health/message.js';
 import type { StatRow } from '../haproxy/stats.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
@@ -19,8 +20,8 @@ export interface LoadBalancerStatus {
 
 const LISTENER: Record<string, string> = { OPEN: 'ONLINE', FULL: 'DEGRADED' };
 const POOL: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR' };
-// A member or pool still being admitted (RESTARTING, admission.ts) is OFFLINE: not serving, nothing failed.
-const MEMBER: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR', DRAIN: 'DRAINING', MAINT: 'OFFLINE', 'no check': 'NO_MONITOR', RESTARTING: 'OFFLINE' };
+// A member or pool still being admitted (admission.ts) is OFFLINE: not serving, nothing failed.
+const MEMBER: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR', DRAIN: 'DRAINING', MAINT: 'OFFLINE', 'no check': 'NO_MONITOR', [AWAITING_CHECK]: 'OFFLINE' };
 
 /** haproxy prints transitions ("UP 1/2", "DOWN 1/2"): the first word is the state the heartbeat reports. */
 const settled = (status: string) => (status.startsWith('no check') ? 'no check' : status.split(' ')[0]!);
