@@ -1,9 +1,12 @@
 // At agent start: finish what a crash interrupted. A `.prev` beside the live
 // config means a reload was in flight. The master's reload counter tells
 // whether it was triggered: if it moved past the recorded value and the new
-// worker comes up, haproxy runs the new live config and that is recorded;
-// otherwise (not triggered, or the load failed) the previous live config is
-// put back, because that is what still runs.
+// worker comes up, haproxy runs the new live config and that is recorded.
+// Otherwise the previous live config is put back and haproxy is reloaded
+// with it: whether the dead agent's reload is still on its way cannot be
+// known (a master may read the file after any grace period; seen in CI on
+// 2.6 and 3.2), so the agent makes the answer true instead of guessing it.
+// A late reload from the dead agent then loads the same file.
 import type { Logger } from '../log.js';
 import { readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
 import { readApplied, writeApplied } from './applied.js';
@@ -23,9 +26,8 @@ export async function recoverInterruptedReload(inst: HaproxyInstance, supervisor
   let status = await settledStatus(inst, supervisor);
   if (status.running && !counted(status)) {
     // The killed agent may have sent the reload just before it died, and the
-    // master may not have taken it yet (seen once in CI on 2.6: the previous
-    // live config was put back while haproxy loaded the new one). Look again
-    // once a queued command would have run.
+    // master may not have taken it yet. Look again once a queued command
+    // would usually have run: a reload seen then needs no second one.
     await new Promise((r) => setTimeout(r, IN_FLIGHT_GRACE_MS));
     status = await settledStatus(inst, supervisor);
   }
@@ -37,10 +39,22 @@ export async function recoverInterruptedReload(inst: HaproxyInstance, supervisor
     log.warn({ lbId, workerPid: loaded.workerPid }, 'interrupted reload had completed; keeping the new live config');
   } else {
     await writeFileAtomic(files.live, previous, 0o600);
-    log.warn({ lbId }, 'interrupted reload had not happened; restored the previous live config');
+    if (status.running) await reloadRestored(inst, supervisor, log);
+    else log.warn({ lbId }, 'interrupted reload had not happened; restored the previous live config');
   }
   await removeFile(files.livePrevious);
   return true;
+}
+
+async function reloadRestored(inst: HaproxyInstance, supervisor: HaproxySupervisor, log: Logger): Promise<void> {
+  const { files, lbId } = inst;
+  try {
+    const after = await supervisor.reload(inst, await settledStatus(inst, supervisor));
+    await writeApplied(files, { workerPid: after.workerPid, masterReloads: after.table?.reloads ?? 0 });
+    log.warn({ lbId, workerPid: after.workerPid }, 'interrupted reload not confirmed; haproxy reloaded with the previous live config');
+  } catch (err) {
+    log.error({ lbId, err: String(err) }, 'interrupted reload not confirmed, and the previous live config did not reload');
+  }
 }
 
 /** Status once the master answers: right after a reload it is briefly unreachable while it re-executes. */
