@@ -39,6 +39,8 @@ DB_USER = 'octavia'
 DB_PASSWORD = 'octavia'
 RABBIT_PORT = 5672
 WORKER_QUEUE = 'octavia_provisioning_v2'
+# The cloud's management network (test/octavia-box/PROTOCOL.md).
+MGMT_NETWORK_ID = 'aa7b0000-0000-4000-8000-000000000001'
 
 
 def parse_args():
@@ -235,6 +237,12 @@ def start_mariadb(sup, paths):
         '--innodb-buffer-pool-size=32M', '--performance-schema=OFF', '--innodb-flush-log-at-trx-commit=0',
         '--innodb-doublewrite=0', '--max-connections=500', '--open-files-limit=8192', '--aria-pagecache-buffer-size=8M', '--key-buffer-size=1M',
         '--innodb-log-buffer-size=2M', *SMALL_INNODB, f'--tmpdir={paths["mysql"]}',
+        # MariaDB 11.6 and later fail a transaction that writes a row another
+        # one changed since its snapshot (error 1020, "Record has changed
+        # since last read"); Octavia's failover flow updates the pool from
+        # two sessions and expects MySQL's older rule, as its deployments
+        # on MariaDB do.
+        '--skip-innodb-snapshot-isolation',
     ])
 
 
@@ -400,7 +408,10 @@ def octavia_conf(args, paths, ca, secrets_):
             'compute_driver': 'octavia_box_compute',
             'network_driver': 'octavia_box_network',
             'amphora_driver': 'amphora_haproxy_rest_driver',
-            'amp_boot_network_list': 'mgmt',
+            # The management network's id, not its name: the worker compares
+            # plugged ports' network ids with this list to tell the boot
+            # network from member networks, and unplugs any other.
+            'amp_boot_network_list': MGMT_NETWORK_ID,
             'amp_image_tag': 'amphora',
             'amp_flavor_id': 'box',
             'amp_secgroup_list': '',
@@ -439,8 +450,12 @@ def octavia_conf(args, paths, ca, secrets_):
         'haproxy_amphora': {
             'client_cert': ca['client_cert'],
             'server_ca': ca['server_ca'],
-            # The open-files cap here (20000) makes haproxy refuse the default 50000.
-            'default_connection_limit': '5000',
+            # The open-files cap here (20000) makes haproxy refuse the default
+            # 50000. Octavia sums its listeners' limits into the global
+            # maxconn, and haproxy wants about 2.5 descriptors per connection:
+            # 5000 each refused two listeners ("Cannot raise FD limit to
+            # 25055"); 2000 leaves room for three.
+            'default_connection_limit': '2000',
             # Waiting for a booting amphora's agent: every second for a minute (default 120 x 5 s).
             'connection_max_retries': '60',
             'connection_retry_interval': '1',

@@ -7,9 +7,9 @@
 // (box-network.ts), configured only from the config drive files it is given.
 // Every request and answer is a line of <box state dir>/cloud.log.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, unlinkSync } from 'node:fs';
+import { appendFileSync, existsSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
-import { posix } from 'node:path';
+import { join, posix } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { AmphoraContainer, type ImageRoot } from '../amphora-container.js';
 import type { Box, Nic } from './box-network.js';
@@ -386,11 +386,28 @@ export class Cloud {
     const amp = this.amphorae.get(id)!;
     if (amp.server.status === 'DELETED') return null;
     amp.server.status = 'DELETED';
+    this.keepJournal(amp);
     // Still booting: killing what runs in its namespace ends the boot, whose end destroys the container.
     if (amp.container) await amp.container.destroy();
     this.teardown(amp);
     this.note(`server ${id} deleted`);
     return null;
+  }
+
+  /**
+   * The amphora's journal (agent, haproxy and keepalived units) kept in the
+   * box's state directory: Octavia deletes an amphora whose flow failed, and
+   * the reason is only in there.
+   */
+  private keepJournal(amp: Amphora): void {
+    if (!amp.container) return;
+    let text: string;
+    try {
+      text = amp.container.exec(['journalctl', '--no-pager', '-o', 'short-precise', '-n', '2000']);
+    } catch (err) {
+      text = `journal unreadable: ${(err as Error).message}`;
+    }
+    writeFileSync(join(this.box.stateDir, `${amp.server.name}.journal`), text);
   }
 
   /** The namespace and NICs removed, ports unbound or deleted, the server forgotten. */
@@ -460,6 +477,7 @@ export class Cloud {
       for (const s of this.sockets) s.destroy();
     });
     for (const amp of [...this.amphorae.values()]) {
+      if (amp.server.status !== 'DELETED') this.keepJournal(amp);
       amp.server.status = 'DELETED';
       if (amp.container) await amp.container.destroy();
       this.teardown(amp);

@@ -1,0 +1,123 @@
+// Octavia in a box, whole: the CI image's root filesystem (amphorae), the
+// box network, the cloud (Nova and Neutron) and Octavia's real control plane
+// (API, worker, health manager, housekeeping), started together and torn
+// down together; plus the v2 API as a tenant and an operator call it. See
+// test/octavia-box/PROTOCOL.md for the design.
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { ciImageTar, ImageRoot } from '../amphora-container.js';
+import { waitFor } from '../load.js';
+import { Box } from './box-network.js';
+import { TENANT_SUBNET_ID } from './cloud-state.js';
+import { Cloud } from './cloud.js';
+import { ControlPlane, type Suite } from './control-plane.js';
+
+export { TENANT_SUBNET_ID };
+/** The tenant the box's load balancers belong to (noauth: the project is named in each request body). */
+export const PROJECT_ID = 'e3cd678b11784734bc366148aa37580e';
+
+export type Json = Record<string, unknown>;
+
+export interface BoxOptions {
+  suite?: Suite;
+  /** octavia.conf options over the box's ("section.key": value). */
+  set?: Record<string, string | number | boolean>;
+}
+
+export class OctaviaBox {
+  private constructor(readonly image: ImageRoot, readonly box: Box, readonly cloud: Cloud, readonly plane: ControlPlane,
+    readonly timings: Record<string, number>) {}
+
+  static async start(opts: BoxOptions = {}): Promise<OctaviaBox> {
+    const timings: Record<string, number> = {};
+    let t = Date.now();
+    const lap = (name: string) => {
+      timings[name] = (Date.now() - t) / 1000;
+      t = Date.now();
+    };
+    const { tar } = ciImageTar();
+    lap('image');
+    const image = ImageRoot.extract(tar);
+    lap('extract');
+    const box = Box.create(randomBytes(3).toString('hex').slice(0, 5));
+    let cloud: Cloud | null = null;
+    try {
+      const socket = join(box.stateDir, 'cloud.sock');
+      cloud = await Cloud.listen(socket, box, image);
+      const plane = await ControlPlane.start({
+        netns: box.netns, stateDir: join(box.stateDir, 'control-plane'), cloudSocket: socket,
+        ...(opts.suite ? { suite: opts.suite } : {}), ...(opts.set ? { set: opts.set } : {}),
+      });
+      lap('control plane');
+      return new OctaviaBox(image, box, cloud, plane, timings);
+    } catch (err) {
+      await cloud?.close();
+      box.destroy();
+      image.remove();
+      throw err;
+    }
+  }
+
+  /** A v2 API call; throws unless the status is `expect`. */
+  async api<T = Json>(method: string, path: string, body?: unknown, expect?: number): Promise<T> {
+    const r = await this.plane.request(method, `/v2${path}`, body);
+    const wanted = expect ?? (method === 'POST' ? 201 : method === 'DELETE' ? 204 : method === 'PUT' && path.endsWith('/members') ? 202 : 200);
+    if (r.status !== wanted) throw new Error(`${method} /v2${path}: ${r.status} (wanted ${wanted}): ${JSON.stringify(r.body)}`);
+    return r.body as T;
+  }
+
+  async loadBalancer(id: string): Promise<Json> {
+    return (await this.api<{ loadbalancer: Json }>('GET', `/lbaas/loadbalancers/${id}`)).loadbalancer;
+  }
+
+  /** The status tree (GET .../status): load balancer, listeners, pools and members with their operating status. */
+  async statusTree(id: string): Promise<StatusTree> {
+    return (await this.api<{ statuses: { loadbalancer: StatusTree } }>('GET', `/lbaas/loadbalancers/${id}/status`)).statuses.loadbalancer;
+  }
+
+  /**
+   * Until the load balancer's provisioning status is `status`; an ERROR on
+   * the way fails at once with the worker's last words.
+   */
+  async waitProvisioning(id: string, status: string, timeoutMs = 240_000): Promise<Json> {
+    return (await waitFor(`load balancer ${id} ${status}`, async () => {
+      const lb = await this.loadBalancer(id);
+      if (lb.provisioning_status === 'ERROR' && status !== 'ERROR') {
+        throw new Error(`load balancer ${id} went to ERROR:\n${this.plane.logTail('octavia-worker', 60)}`);
+      }
+      return lb.provisioning_status === status ? lb : null;
+    }, timeoutMs, 1000))!;
+  }
+
+  /** Until the load balancer is gone from the API (a delete finished). */
+  async waitGone(id: string, timeoutMs = 180_000): Promise<void> {
+    await waitFor(`load balancer ${id} to be deleted`, async () => {
+      const r = await this.plane.request('GET', `/v2/lbaas/loadbalancers/${id}`);
+      const lb = (r.body as { loadbalancer?: Json }).loadbalancer;
+      if (lb?.provisioning_status === 'ERROR') throw new Error(`load balancer ${id} went to ERROR while deleting:\n${this.plane.logTail('octavia-worker', 60)}`);
+      return r.status === 404 || lb?.provisioning_status === 'DELETED';
+    }, timeoutMs, 1000);
+  }
+
+  /** The amphorae of a load balancer as the operator API lists them. */
+  async amphorae(lbId: string): Promise<Json[]> {
+    return (await this.api<{ amphorae: Json[] }>('GET', `/octavia/amphorae?loadbalancer_id=${lbId}`)).amphorae;
+  }
+
+  async stop(): Promise<void> {
+    await this.plane.stop();
+    await this.cloud.close();
+    this.box.destroy();
+    this.image.remove();
+  }
+}
+
+export interface StatusTree {
+  id: string;
+  operating_status: string;
+  provisioning_status: string;
+  listeners: {
+    id: string; name: string; operating_status: string; provisioning_status: string;
+    pools: { id: string; name: string; operating_status: string; members: { id: string; name: string; address: string; operating_status: string }[] }[];
+  }[];
+}
