@@ -61,8 +61,16 @@ export class SystemdSupervisor implements HaproxySupervisor {
     // A start on request is allowed again after the unit hit its start limit
     // (failed): the controller or operator asks for it, not a crash loop.
     await run(['systemctl', 'reset-failed', this.unitName(inst)], { timeoutMs: SHOW_TIMEOUT_MS });
-    await this.systemctl('start', this.unitName(inst));
-    return waitForFirstWorker(inst.files, 'start');
+    try {
+      await this.systemctl('start', this.unitName(inst));
+      return await waitForFirstWorker(inst.files, 'start');
+    } catch (err) {
+      // A refused start is an answer, not a crash: left alone, Restart=always
+      // would start the unit again and again on the config the agent now
+      // withdraws (seen in the Octavia box: "Cannot open configuration file").
+      await run(['systemctl', 'stop', this.unitName(inst)], { timeoutMs: SHOW_TIMEOUT_MS });
+      throw err;
+    }
   }
 
   async reload(inst: HaproxyInstance, before: HaproxyStatus): Promise<HaproxyStatus> {

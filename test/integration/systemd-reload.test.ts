@@ -58,7 +58,7 @@ test('reload of an inactive unit ("is not active, cannot reload") starts it and 
   });
 });
 
-test('a unit past its start limit is reported failed (systemctl show); a start on request runs reset-failed first', async () => {
+test('a unit past its start limit is reported failed (systemctl show); a start on request runs reset-failed first, and a refused start leaves it stopped', async () => {
   const dir = await testDir('sec3-systemd-failed');
   const files = loadBalancerFiles(dir, LB);
   mkdirSync(files.dir, { recursive: true });
@@ -78,7 +78,8 @@ test('a unit past its start limit is reported failed (systemctl show); a start o
     await sup.start(inst).then(() => assert.unreachable('the start should fail'), (err: Error) => assert.match(err.message, /control process exited/));
     const calls = readFileSync(join(dir, 'calls'), 'utf8').trim().split('\n');
     assert.ok(calls[0]!.startsWith(`show -p LoadState -p ActiveState -p SubState -p Result -p NRestarts haproxy-${LB}.service`), calls[0]);
-    assert.equal(calls.slice(-2), [`reset-failed haproxy-${LB}.service`, `start haproxy-${LB}.service`]);
+    // Stopped after the refusal: Restart=always must not retry a config the agent withdraws.
+    assert.equal(calls.slice(-3), [`reset-failed haproxy-${LB}.service`, `start haproxy-${LB}.service`, `stop haproxy-${LB}.service`]);
   });
 });
 

@@ -202,6 +202,44 @@ if (!enabled) {
     assert.equal(await servedBy(box, `http://${vip}/`, 8), ['m4', 'm5']);
   });
 
+  test('a step-by-step create; a listener haproxy refuses (Octavia\'s default connection limit 50000 here) is ERROR, not a restart loop', async () => {
+    const path = '/lbaas/loadbalancers';
+    const lb = (await box.api<{ loadbalancer: Json }>('POST', path, { loadbalancer: { name: 'steps', project_id: PROJECT_ID, vip_subnet_id: TENANT_SUBNET_ID } })).loadbalancer;
+    const id = lb.id as string;
+    await box.waitProvisioning(id, 'ACTIVE');
+    const [amp] = await box.amphorae(id);
+    // Octavia's default limit: over this machine's open-files cap, so haproxy refuses to start.
+    const refused = (await box.api<{ listener: Json }>('POST', '/lbaas/listeners', {
+      listener: { loadbalancer_id: id, name: 'too-big', protocol: 'TCP', protocol_port: 82, connection_limit: 50000 },
+    })).listener;
+    await waitFor('the refused listener to be ERROR', async () => {
+      const l = (await box.api<{ listener: Json }>('GET', `/lbaas/listeners/${refused.id}`)).listener;
+      return l.provisioning_status === 'ERROR';
+    }, 120_000, 1000);
+    await box.waitProvisioning(id, 'ACTIVE');
+    const amphora = box.cloud.amphoraOf(amp!.compute_id as string).container!;
+    const unit = `haproxy-${id}.service`;
+    // A refused start leaves the unit down, without systemd restarting it on the withdrawn config.
+    await waitFor('the refused haproxy unit to settle', () => ['inactive', 'failed'].includes(amphora.unitProperty(unit, 'ActiveState')), 30_000, 500);
+    assert.is(amphora.unitProperty(unit, 'NRestarts'), '0', amphora.exec(['journalctl', '--no-pager', '-n', '30', '-u', unit]));
+    // The way out an operator takes: delete it, make it again with a limit that fits.
+    await box.api('DELETE', `/lbaas/listeners/${refused.id}`);
+    await box.waitProvisioning(id, 'ACTIVE');
+    const listener = (await box.api<{ listener: Json }>('POST', '/lbaas/listeners', {
+      listener: { loadbalancer_id: id, name: 'fits', protocol: 'TCP', protocol_port: 82, connection_limit: 1000 },
+    })).listener;
+    await box.waitProvisioning(id, 'ACTIVE');
+    const pool = (await box.api<{ pool: Json }>('POST', '/lbaas/pools', {
+      pool: { listener_id: listener.id, name: 'steps-pool', protocol: 'TCP', lb_algorithm: 'ROUND_ROBIN' },
+    })).pool;
+    await box.waitProvisioning(id, 'ACTIVE');
+    await box.api('POST', `/lbaas/pools/${pool.id}/members`, { member: member(9) });
+    await box.waitProvisioning(id, 'ACTIVE');
+    await waitFor('the step-by-step listener to serve', async () => (await servedBy(box, `http://${lb.vip_address}:82/`, 2)).includes('m9'), 60_000, 1000);
+    await box.api('DELETE', `/lbaas/loadbalancers/${id}?cascade=true`);
+    await box.waitGone(id);
+  });
+
   test('a cascade delete leaves no amphora and no port of the load balancer behind', async () => {
     created();
     await box.api('DELETE', `/lbaas/loadbalancers/${lbId}?cascade=true`);
