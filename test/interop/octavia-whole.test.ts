@@ -16,6 +16,7 @@ import { NsLoad } from '../helpers/active-standby.js';
 import { loud } from '../helpers/hooks.js';
 import { sleep, waitFor } from '../helpers/load.js';
 import { MemberBackend } from '../helpers/octavia-box/member-backend.js';
+import type { Suite } from '../helpers/octavia-box/control-plane.js';
 import { OctaviaBox, PROJECT_ID, TENANT_SUBNET_ID, type Json, type StatusTree } from '../helpers/octavia-box/octavia-box.js';
 
 const run = promisify(execFile);
@@ -40,6 +41,14 @@ async function servedBy(box: OctaviaBox, url: string, n: number): Promise<string
   return [...names].sort();
 }
 
+/** Serial and expiry of the certificate the agent at `ip` presents to the controller (its own client certificate). */
+async function presentedCertificate(box: OctaviaBox, ip: string): Promise<string> {
+  const { ca } = box.plane.ready;
+  const { stdout } = await run('sh', ['-c', `${box.box.exec.join(' ')} openssl s_client -connect ${ip}:9443 -cert "$1" -key "$1" -CAfile "$2" </dev/null 2>/dev/null | openssl x509 -noout -serial -enddate`,
+    'sh', ca.client_cert, ca.server_ca]);
+  return stdout.trim();
+}
+
 function members(tree: StatusTree): Record<string, string> {
   return Object.fromEntries(tree.listeners.flatMap((l) => l.pools.flatMap((p) => p.members.map((m) => [m.name, m.operating_status]))));
 }
@@ -48,7 +57,9 @@ const enabled = process.env.AMPHORA_OCTAVIA_BOX === '1';
 if (!enabled) {
   console.log('octavia-whole: skipped (opt-in: AMPHORA_OCTAVIA_BOX=1)');
 } else {
-  const test = suite('Octavia whole: the v2 API, worker and health manager of Octavia 19 onto this agent');
+  // AMPHORA_OCTAVIA_BOX_SUITE=trixie: Octavia 16 instead of 19.
+  const release = (process.env.AMPHORA_OCTAVIA_BOX_SUITE ?? 'sid') as Suite;
+  const test = suite(`Octavia whole: the v2 API, worker and health manager of Octavia ${release === 'sid' ? 19 : 16} onto this agent`);
   let box: OctaviaBox;
   const backends: MemberBackend[] = [];
   let lbId = '';
@@ -56,7 +67,7 @@ if (!enabled) {
   let httpPoolId = '';
 
   test.before(loud(async () => {
-    box = await OctaviaBox.start();
+    box = await OctaviaBox.start({ suite: release });
     for (const n of [0, 1, 2, 9]) backends.push(await MemberBackend.start(box.box.member(n), MEMBER_PORT, 'ready', `m${n}`));
     console.log(`[octavia-whole] started: ${JSON.stringify(box.timings)}; Octavia ${box.plane.ready.octavia_version}`);
   }));
@@ -202,10 +213,41 @@ if (!enabled) {
     assert.equal(await servedBy(box, `http://${vip}/`, 8), ['m4', 'm5']);
   });
 
+  test('certificate rotation as housekeeping does it: the amphora presents a new certificate, the controller still talks to it', async () => {
+    created();
+    const [amp] = await box.amphorae(lbId);
+    const ip = amp!.lb_network_ip as string;
+    const before = await presentedCertificate(box, ip);
+    // Due now: housekeeping looks every 5 s (the box's cert_interval) for
+    // amphorae whose certificate expires within its buffer.
+    await box.sql(`UPDATE amphora SET cert_expiration = UTC_TIMESTAMP() WHERE id = '${amp!.id as string}'`);
+    const started = Date.now();
+    const after = await waitFor('a new certificate on the amphora', async () => {
+      const c = await presentedCertificate(box, ip);
+      return c !== before ? c : null;
+    }, 90_000, 1000);
+    console.log(`[octavia-whole] certificate rotation: new certificate presented ${((Date.now() - started) / 1000).toFixed(1)} s after it fell due`);
+    assert.match(after!, /^serial=/);
+    const expires = Date.parse(`${(await box.amphorae(lbId))[0]!.cert_expiration as string}Z`);
+    assert.ok(expires - Date.now() > 7 * 86_400_000, `cert_expiration in the database not moved: ${new Date(expires).toISOString()}`);
+    // The controller's next call goes through with the new certificate.
+    await box.api('PUT', `/lbaas/pools/${httpPoolId}/members`, { members: [member(4), member(5)].map((m) => ({ ...m, weight: 2 })) });
+    await box.waitProvisioning(lbId, 'ACTIVE');
+  });
+
   test('a step-by-step create; a listener haproxy refuses (Octavia\'s default connection limit 50000 here) is ERROR, not a restart loop', async () => {
     const path = '/lbaas/loadbalancers';
     const lb = (await box.api<{ loadbalancer: Json }>('POST', path, { loadbalancer: { name: 'steps', project_id: PROJECT_ID, vip_subnet_id: TENANT_SUBNET_ID } })).loadbalancer;
     const id = lb.id as string;
+    try {
+      await stepByStep(id, lb);
+    } finally {
+      await box.api('DELETE', `/lbaas/loadbalancers/${id}?cascade=true`).catch(() => {});
+      await box.waitGone(id);
+    }
+  });
+
+  async function stepByStep(id: string, lb: Json): Promise<void> {
     await box.waitProvisioning(id, 'ACTIVE');
     const [amp] = await box.amphorae(id);
     // Octavia's default limit: over this machine's open-files cap, so haproxy refuses to start.
@@ -236,15 +278,14 @@ if (!enabled) {
     await box.api('POST', `/lbaas/pools/${pool.id}/members`, { member: member(9) });
     await box.waitProvisioning(id, 'ACTIVE');
     await waitFor('the step-by-step listener to serve', async () => (await servedBy(box, `http://${lb.vip_address}:82/`, 2)).includes('m9'), 60_000, 1000);
-    await box.api('DELETE', `/lbaas/loadbalancers/${id}?cascade=true`);
-    await box.waitGone(id);
-  });
+  }
 
   test('a cascade delete leaves no amphora and no port of the load balancer behind', async () => {
     created();
+    const servers = (await box.amphorae(lbId)).map((a) => a.compute_id as string);
     await box.api('DELETE', `/lbaas/loadbalancers/${lbId}?cascade=true`);
     await box.waitGone(lbId);
-    await waitFor('every amphora deleted', () => box.cloud.servers().every((s) => s.status === 'DELETED'), 60_000, 500);
+    await waitFor('its amphorae deleted', () => box.cloud.servers().every((s) => !servers.includes(s.id) || s.status === 'DELETED'), 60_000, 500);
     const left = box.cloud.ports().filter((p) => p.network_id !== undefined && p.fixed_ips.some((f) => f.ip_address === vip));
     assert.equal(left, [], 'the VIP port is gone');
     assert.is((await get(box, `http://${vip}/`)).status, 0, 'the VIP answers no more');

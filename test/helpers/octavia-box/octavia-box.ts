@@ -3,8 +3,10 @@
 // (API, worker, health manager, housekeeping), started together and torn
 // down together; plus the v2 API as a tenant and an operator call it. See
 // test/octavia-box/PROTOCOL.md for the design.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { ciImageTar, ImageRoot } from '../amphora-container.js';
 import { waitFor } from '../load.js';
 import { Box } from './box-network.js';
@@ -13,6 +15,7 @@ import { Cloud } from './cloud.js';
 import { ControlPlane, type Suite } from './control-plane.js';
 
 export { TENANT_SUBNET_ID };
+const run = promisify(execFile);
 /** The tenant the box's load balancers belong to (noauth: the project is named in each request body). */
 export const PROJECT_ID = 'e3cd678b11784734bc366148aa37580e';
 
@@ -97,6 +100,13 @@ export class OctaviaBox {
       if (lb?.provisioning_status === 'ERROR') throw new Error(`load balancer ${id} went to ERROR while deleting:\n${this.plane.logTail('octavia-worker', 60)}`);
       return r.status === 404 || lb?.provisioning_status === 'DELETED';
     }, timeoutMs, 1000);
+  }
+
+  /** A statement on Octavia's database (what an operator's script or a test's clock change does). */
+  async sql(statement: string): Promise<string> {
+    const { socket, name } = this.plane.ready.db;
+    const { stdout } = await run('chroot', [this.plane.rootfs, 'mariadb', `--socket=${socket}`, name, '--batch', '-e', statement]);
+    return stdout;
   }
 
   /** The amphorae of a load balancer as the operator API lists them. */

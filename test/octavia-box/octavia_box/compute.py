@@ -41,6 +41,10 @@ def _zone_name(availability_zone):
     return availability_zone
 
 
+# The id the box's one image (the CI image) has, whatever tag is asked for.
+BOX_IMAGE_ID = 'aa7b0000-0000-4000-8000-000000000021'
+
+
 class BoxComputeDriver(compute_base.ComputeBase):
 
     def build(self, name='amphora_name', amphora_flavor=None,
@@ -62,8 +66,10 @@ class BoxComputeDriver(compute_base.ComputeBase):
             user_data = _file_bytes(user_data).decode('utf-8')
         params = {
             'name': name,
-            # There is one image, the CI's; the tag names it for the record.
-            'image_id': image_tag or 'amphora',
+            # There is one image, the CI's: the tag resolves to its id, as
+            # Nova's driver asks Glance (Octavia 16's amphora API insists
+            # on a UUID there).
+            'image_id': BOX_IMAGE_ID,
             'flavor_id': amphora_flavor,
             'network_ids': list(network_ids or []),
             'port_ids': list(port_ids or []),
