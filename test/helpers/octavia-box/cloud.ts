@@ -17,6 +17,9 @@ import {
   allowOnly, bad, CloudError, conflict, MGMT_NETWORK_ID, NetworkState, notFound, optString, stringList, type Port,
 } from './cloud-state.js';
 
+/** The agent amphorae run: this checkout's, or Octavia's own from Debian's octavia-agent package (the reference). */
+export type AgentKind = 'this' | 'reference';
+
 export interface Server {
   id: string;
   name: string;
@@ -84,23 +87,24 @@ export class Cloud {
   private readonly sockets = new Set<Socket>();
   private closed = false;
 
-  private constructor(readonly socketPath: string, readonly box: Box, private readonly image: ImageRoot, private readonly server: NetServer) {
+  private constructor(readonly socketPath: string, readonly box: Box, private readonly image: ImageRoot, private readonly server: NetServer,
+    readonly agent: AgentKind) {
     this.state = new NetworkState(() => box.usedAddresses());
     this.log = posix.join(box.stateDir, 'cloud.log');
   }
 
-  /** Serve the protocol at `socketPath` (a stale socket file there is replaced). */
-  static async listen(socketPath: string, box: Box, image: ImageRoot): Promise<Cloud> {
+  /** Serve the protocol at `socketPath` (a stale socket file there is replaced); servers boot `image`, running `agent`. */
+  static async listen(socketPath: string, box: Box, image: ImageRoot, agent: AgentKind = 'this'): Promise<Cloud> {
     if (existsSync(socketPath)) unlinkSync(socketPath);
     const net = createServer();
-    const cloud = new Cloud(socketPath, box, image, net);
+    const cloud = new Cloud(socketPath, box, image, net, agent);
     net.on('connection', (s) => cloud.serve(s));
     await new Promise<void>((resolve, reject) => {
       net.once('error', reject);
       net.listen(socketPath, () => resolve());
     });
     process.on('exit', () => cloud.exitCleanup());
-    cloud.note(`listening on ${socketPath} (box ${box.netns}, image ${image.dir})`);
+    cloud.note(`listening on ${socketPath} (box ${box.netns}, image ${image.dir}, ${agent === 'this' ? "this checkout's agent" : "Octavia's own agent"})`);
     return cloud;
   }
 
@@ -301,7 +305,7 @@ export class Cloud {
 
   private async boot(amp: Amphora, files: Record<string, { content: Buffer; mode: number }>, started: number): Promise<void> {
     try {
-      const container = await AmphoraContainer.boot(this.image, { name: amp.netns, netns: amp.netns, files });
+      const container = await AmphoraContainer.boot(this.image, { name: amp.netns, netns: amp.netns, files, checkoutAgent: this.agent === 'this' });
       amp.bootMs = Date.now() - started;
       if (amp.server.status === 'DELETED' || this.closed) {
         await container.destroy();
@@ -450,6 +454,10 @@ export class Cloud {
   /** Test hook: the amphora dies (its container's PID 1 killed; status stays ACTIVE, as Nova sees a crashed guest only later). */
   fail(serverId: string): void {
     const amp = this.amphora(serverId);
+    // A VM that dies takes its NICs with it; a container's namespace would
+    // outlive its processes and answer for the addresses it holds (RST for
+    // the VIP: refused connections no dead amphora gives).
+    for (const nic of amp.nics.values()) this.box.setOuterUp(nic.outer, false);
     if (amp.container) amp.container.kill();
     else this.box.killIn(amp.netns);
     this.note(`server ${serverId} failed (test hook)`);
