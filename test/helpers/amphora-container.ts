@@ -89,6 +89,8 @@ export interface ContainerOptions {
   netns: string;
   /** Files put in place before the boot (path inside the container: content and mode). */
   files: Record<string, { content: string | Buffer; mode: number }>;
+  /** false: the image's agent as it is (the reference image has Octavia's own); default true, this checkout's. */
+  checkoutAgent?: boolean;
 }
 
 export class AmphoraContainer {
@@ -99,7 +101,7 @@ export class AmphoraContainer {
     this.exited = nspawn.exitCode !== null ? Promise.resolve() : new Promise((r) => nspawn.once('exit', () => r()));
   }
 
-  /** Boot the image in an overlay of `image`, with this checkout's agent; resolves once systemd finished starting up. */
+  /** Boot the image in an overlay of `image`, with this checkout's agent (unless told not to); resolves once systemd finished starting up. */
   static async boot(image: ImageRoot, opts: ContainerOptions): Promise<AmphoraContainer> {
     const base = join(image.dir, opts.name);
     const root = join(base, 'root');
@@ -112,7 +114,8 @@ export class AmphoraContainer {
     }
     const log = join(base, 'nspawn.log');
     const out = createWriteStream(log);
-    const binds = ['dist', 'templates', 'node_modules', 'package.json'].map((p) => `--bind-ro=${join(REPO, p)}:${join(BUNDLE, p)}`);
+    const binds = opts.checkoutAgent === false ? []
+      : ['dist', 'templates', 'node_modules', 'package.json'].map((p) => `--bind-ro=${join(REPO, p)}:${join(BUNDLE, p)}`);
     const cgroups = ownCgroups(opts.name);
     // Moved into its own cgroups before nspawn starts, which (--keep-unit)
     // builds the container's tree below the cgroup it runs in. SIGTERM

@@ -172,7 +172,8 @@ if (!enabled) {
         await waitFor(`m${next} to serve`, async () => {
           const t = await box.statusTree(lbId);
           statuses.add(`${t.operating_status}/${t.provisioning_status}`);
-          return t.provisioning_status === 'ACTIVE' && (await backend.stats()).requests > 0;
+          // Served in ready mode (a member taking traffic before its checks passed also got 503s and resets).
+          return t.provisioning_status === 'ACTIVE' && (await backend.stats()).firstServedAt !== null;
         }, 120_000, 1000);
         await backends.find((b) => b.member.n === oldest)?.stop();
       }
@@ -185,11 +186,17 @@ if (!enabled) {
     console.log(`[octavia-whole] rolling replacement: ${load.records.length} requests, ${failed.length} failed; ` +
       `served by ${JSON.stringify(Object.fromEntries(byMember))}; load balancer statuses seen ${[...statuses].sort().join(' ')}`);
     const failures = `failed: ${failed.slice(0, 10).map((r) => `${r.member ?? '-'}:${r.status ?? r.error}`).join(' ')}`;
-    if (ours) assert.is(failed.length, 0, failures);
-    else console.log(`[octavia-whole] rolling replacement, Octavia's own agent: ${failed.length} failed; ${failures}`);
-    // DEGRADED is the truth while a new node fails its first checks; ERROR
-    // (a pool with no member up) would not be: one node serves throughout.
-    assert.not.ok([...statuses].some((s) => s.startsWith('ERROR')), `statuses: ${[...statuses].join(' ')}`);
+    if (ours) {
+      assert.is(failed.length, 0, failures);
+      // DEGRADED is the truth while a new node fails its first checks; ERROR
+      // (a pool with no member up) would not be: one node serves throughout.
+      assert.not.ok([...statuses].some((s) => s.startsWith('ERROR')), `statuses: ${[...statuses].join(' ')}`);
+    } else {
+      // Octavia's own agent lets a new member take traffic before its first check passed.
+      const kinds = new Map<string, number>();
+      for (const r of failed) kinds.set(`${r.member ?? '-'}:${r.status ?? r.error}`, (kinds.get(`${r.member ?? '-'}:${r.status ?? r.error}`) ?? 0) + 1);
+      console.log(`[octavia-whole] rolling replacement, Octavia's own agent: ${failed.length} failed ${JSON.stringify(Object.fromEntries(kinds))}`);
+    }
     assert.equal(await servedBy(box, `http://${vip}/`, 8), ['m4', 'm5']);
   });
 
@@ -277,6 +284,11 @@ if (!enabled) {
       const within = await settled.then(() => 'settled within 30 s', () => 'not settled after 30 s');
       console.log(`[octavia-whole] refused start, Octavia's own agent: the haproxy unit ${within}: ` +
         `${amphora.unitProperty(unit, 'ActiveState')}, ${amphora.unitProperty(unit, 'NRestarts')} restarts`);
+      // Its restart loop ran into systemd's start limit (5 starts in 10 s):
+      // until 10 s after the first start passed, every start of the load
+      // balancer's haproxy is refused, and the operator's next changes
+      // (listener, pool) would go to ERROR. Waited out, to see the way out work.
+      await sleep(10_000);
     }
     // The way out an operator takes: delete it, make it again with a limit that fits.
     await box.api('DELETE', `/lbaas/listeners/${refused.id}`);

@@ -3,19 +3,21 @@
 // (API, worker, health manager, housekeeping), started together and torn
 // down together; plus the v2 API as a tenant and an operator call it. See
 // test/octavia-box/PROTOCOL.md for the design.
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ciImageTar, ImageRoot } from '../amphora-container.js';
 import { waitFor } from '../load.js';
 import { Box } from './box-network.js';
 import { TENANT_SUBNET_ID } from './cloud-state.js';
-import { Cloud } from './cloud.js';
+import { type AgentKind, Cloud } from './cloud.js';
 import { ControlPlane, type Suite } from './control-plane.js';
 
-export { TENANT_SUBNET_ID };
+export { TENANT_SUBNET_ID, type AgentKind };
 const run = promisify(execFile);
+const REFERENCE_ROOTFS = fileURLToPath(new URL('../../../../test/octavia-box/reference-rootfs.sh', import.meta.url));
 /** The tenant the box's load balancers belong to (noauth: the project is named in each request body). */
 export const PROJECT_ID = 'e3cd678b11784734bc366148aa37580e';
 
@@ -25,6 +27,19 @@ export interface BoxOptions {
   suite?: Suite;
   /** octavia.conf options over the box's ("section.key": value). */
   set?: Record<string, string | number | boolean>;
+  /**
+   * The amphorae's agent: 'this' (default) this checkout's, bind-mounted
+   * into the CI image; 'reference' Octavia's own, Debian's octavia-agent
+   * installed in the CI image's root filesystem (test/octavia-box/reference-rootfs.sh).
+   */
+  agent?: AgentKind;
+}
+
+/** The reference amphora's root filesystem tar, made from the CI image's (cached by both hashes). */
+export function referenceImageTar(ciTar: string): string {
+  const r = spawnSync('bash', [REFERENCE_ROOTFS, ciTar], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 20 * 60_000 });
+  if (r.status !== 0) throw new Error(`reference-rootfs.sh failed (${r.status}):\n${r.stderr.slice(-3000)}`);
+  return r.stdout.trim().split('\n').pop()!;
 }
 
 export class OctaviaBox {
@@ -38,7 +53,9 @@ export class OctaviaBox {
       timings[name] = (Date.now() - t) / 1000;
       t = Date.now();
     };
-    const { tar } = ciImageTar();
+    const agent = opts.agent ?? 'this';
+    const { tar: ciTar } = ciImageTar();
+    const tar = agent === 'reference' ? referenceImageTar(ciTar) : ciTar;
     lap('image');
     const image = ImageRoot.extract(tar);
     lap('extract');
@@ -46,7 +63,7 @@ export class OctaviaBox {
     let cloud: Cloud | null = null;
     try {
       const socket = join(box.stateDir, 'cloud.sock');
-      cloud = await Cloud.listen(socket, box, image);
+      cloud = await Cloud.listen(socket, box, image, agent);
       const plane = await ControlPlane.start({
         netns: box.netns, stateDir: join(box.stateDir, 'control-plane'), cloudSocket: socket,
         ...(opts.suite ? { suite: opts.suite } : {}), ...(opts.set ? { set: opts.set } : {}),
