@@ -11,10 +11,12 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { NsLoad } from '../helpers/active-standby.js';
 import { loud } from '../helpers/hooks.js';
 import { sleep, waitFor } from '../helpers/load.js';
+import { amphoraMemory } from '../helpers/octavia-box/amphora-memory.js';
 import { MemberBackend } from '../helpers/octavia-box/member-backend.js';
 import type { Suite } from '../helpers/octavia-box/control-plane.js';
 import { OctaviaBox, PROJECT_ID, TENANT_SUBNET_ID, type AgentKind, type Json, type StatusTree } from '../helpers/octavia-box/octavia-box.js';
@@ -67,6 +69,9 @@ if (!enabled) {
   const test = suite(`Octavia whole: the v2 API, worker and health manager of Octavia ${release === 'sid' ? 19 : 16} onto ${ours ? 'this agent' : "Octavia's own agent (the reference)"}`);
   let box: OctaviaBox;
   const backends: MemberBackend[] = [];
+  // The figures bench/octavia-box.ts puts side by side (AMPHORA_OCTAVIA_BOX_FIGURES=<file>).
+  const figures: Record<string, number> = {};
+  const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
   let lbId = '';
   let vip = '';
   let httpPoolId = '';
@@ -78,6 +83,8 @@ if (!enabled) {
   }));
 
   test.after(async () => {
+    const out = process.env.AMPHORA_OCTAVIA_BOX_FIGURES;
+    if (out) writeFileSync(out, JSON.stringify({ agent, octavia: box?.plane.ready.octavia_version, figures }));
     for (const b of backends) await b.stop().catch(() => {});
     await box?.stop();
   });
@@ -113,11 +120,13 @@ if (!enabled) {
     vip = created.loadbalancer.vip_address as string;
     const lb = await box.waitProvisioning(lbId, 'ACTIVE');
     const activeMs = Date.now() - started;
+    figures.create_active_s = seconds(started);
     const tree = (await waitFor('every member ONLINE', async () => {
       const t = await box.statusTree(lbId);
       return Object.values(members(t)).every((s) => s === 'ONLINE') && t.operating_status === 'ONLINE' ? t : null;
     }, 90_000, 1000))!;
     console.log(`[octavia-whole] fully populated create: ACTIVE after ${(activeMs / 1000).toFixed(1)} s, ONLINE after ${((Date.now() - started) / 1000).toFixed(1)} s; VIP ${vip}`);
+    figures.create_online_s = seconds(started);
     assert.is(lb.operating_status !== 'ERROR', true);
     httpPoolId = tree.listeners.find((l) => l.name === 'http')!.pools[0]!.id;
     assert.equal(await servedBy(box, `http://${vip}/`, 8), ['m0', 'm1']);
@@ -126,6 +135,15 @@ if (!enabled) {
     assert.is(redirect.location, 'http://example.test/moved');
     assert.equal(await servedBy(box, `http://${vip}:81/`, 3), ['m9']);
     assert.is(box.cloud.servers().filter((s) => s.status === 'ACTIVE').length, 1, 'one amphora (SINGLE topology)');
+    // The amphora's memory with one load balancer serving: the agent's unit and haproxy's.
+    const [amp] = await box.amphorae(lbId);
+    const byUnit = amphoraMemory(box.cloud.amphoraOf(amp!.compute_id as string).container!.leader);
+    const mib = (kib: number) => Math.round(kib / 102.4) / 10;
+    figures.memory_agent_mib = mib(byUnit[ours ? 'amphora-agent.service' : 'octavia-agent.service'] ?? 0);
+    figures.memory_haproxy_mib = mib(Object.entries(byUnit).filter(([u]) => u.startsWith('haproxy-')).reduce((a, [, v]) => a + v, 0));
+    figures.memory_amphora_mib = mib(Object.values(byUnit).reduce((a, v) => a + v, 0));
+    console.log(`[octavia-whole] amphora memory (PSS, MiB): agent ${figures.memory_agent_mib}, haproxy ${figures.memory_haproxy_mib}, whole container ${figures.memory_amphora_mib}`);
+    assert.ok(figures.memory_agent_mib > 0 && figures.memory_haproxy_mib > 0, JSON.stringify(byUnit));
   });
 
   test('a batch member update (PUT .../members, as nodes come and go): the new set serves, no DEGRADED on the way', async () => {
@@ -140,6 +158,7 @@ if (!enabled) {
       return t.provisioning_status === 'ACTIVE' && members(t).m2 !== undefined ? t : null;
     }, 120_000, 500);
     const activeMs = Date.now() - started;
+    figures.batch_active_s = seconds(started);
     await waitFor('the new member to take traffic', async () => (await servedBy(box, `http://${vip}/`, 6)).includes('m2'), 60_000, 1000);
     console.log(`[octavia-whole] batch member update: ACTIVE after ${(activeMs / 1000).toFixed(1)} s; statuses seen ${[...seen].sort().join(' ')}`);
     assert.equal(await servedBy(box, `http://${vip}/`, 8), ['m1', 'm2']);
@@ -181,6 +200,8 @@ if (!enabled) {
       await load.stop();
     }
     const failed = load.records.filter((r) => r.status !== 200);
+    figures.rolling_requests = load.records.length;
+    figures.rolling_failed = failed.length;
     const byMember = new Map<string, number>();
     for (const r of load.records) byMember.set(r.member ?? '-', (byMember.get(r.member ?? '-') ?? 0) + 1);
     console.log(`[octavia-whole] rolling replacement: ${load.records.length} requests, ${failed.length} failed; ` +
@@ -208,6 +229,7 @@ if (!enabled) {
     await waitFor('the failover to start', async () => (await box.loadBalancer(lbId)).provisioning_status !== 'ACTIVE' || box.cloud.servers().some((s) => !before.includes(s.id)), 60_000, 250);
     await box.waitProvisioning(lbId, 'ACTIVE');
     const after = box.cloud.servers().filter((s) => s.status === 'ACTIVE').map((s) => s.id);
+    figures.failover_api_s = seconds(started);
     console.log(`[octavia-whole] failover API: ACTIVE again after ${((Date.now() - started) / 1000).toFixed(1)} s`);
     assert.is(after.length, 1);
     assert.not.equal(after, before, 'the amphora was replaced');
@@ -223,6 +245,7 @@ if (!enabled) {
     await waitFor('a new amphora from the health manager', () => box.cloud.servers().some((s) => s.id !== dead!.id && s.status === 'ACTIVE'), 180_000, 1000);
     await box.waitProvisioning(lbId, 'ACTIVE');
     await waitFor('traffic through the new amphora', async () => (await servedBy(box, `http://${vip}/`, 4)).length === 2, 90_000, 1000);
+    figures.hm_failover_s = seconds(started);
     console.log(`[octavia-whole] health-manager failover: serving again ${((Date.now() - started) / 1000).toFixed(1)} s after the amphora died`);
     assert.equal(await servedBy(box, `http://${vip}/`, 8), ['m4', 'm5']);
   });
@@ -240,6 +263,7 @@ if (!enabled) {
       const c = await presentedCertificate(box, ip);
       return c !== before ? c : null;
     }, 90_000, 1000);
+    figures.cert_rotation_s = seconds(started);
     console.log(`[octavia-whole] certificate rotation: new certificate presented ${((Date.now() - started) / 1000).toFixed(1)} s after it fell due`);
     assert.match(after!, /^serial=/);
     const expires = Date.parse(`${(await box.amphorae(lbId))[0]!.cert_expiration as string}Z`);
@@ -349,6 +373,7 @@ if (!enabled) {
     assert.equal(amphorae.map((a) => a.role).sort(), ['BACKUP', 'MASTER']);
     const master = await waitFor('one amphora to hold the VIP', () => vipHolder(amphorae, vip), 30_000, 500);
     await waitFor('traffic through the pair', async () => (await servedBy(box, `http://${vip}/`, 4)).length === 2, 60_000, 1000);
+    figures.as_create_s = seconds(started);
     console.log(`[octavia-whole] ACTIVE_STANDBY create: serving ${((Date.now() - started) / 1000).toFixed(1)} s after the POST`);
 
     const load = new NsLoad(box.box.netns, `http://${vip}/`, { rate: 40, timeoutMs: 5000 }).start();
@@ -370,6 +395,8 @@ if (!enabled) {
     // holds the VIP: the longest time between two answers is the outage.
     const ends = load.records.filter((r) => r.status === 200).map((r) => r.end).sort((a, b) => a - b);
     const gap = Math.max(...ends.slice(1).map((t, i) => t - ends[i]!));
+    figures.as_failed = failed.length;
+    figures.as_gap_ms = gap;
     console.log(`[octavia-whole] ACTIVE_STANDBY master killed: ${after.length} requests after the kill, ${failed.length} failed ` +
       `(${[...new Set(failed.map((r) => r.error ?? r.status))].join(', ')}); longest time without an answer ${gap} ms`);
     assert.ok(after.slice(-20).every((r) => r.status === 200), 'the backup serves every request once it holds the VIP');
@@ -382,6 +409,7 @@ if (!enabled) {
       return now.length === 2 && !now.some((a) => a.id === master!.id) && now.every((a) => a.status === 'ALLOCATED') ? now : null;
     }, 240_000, 2000);
     await box.waitProvisioning(id, 'ACTIVE');
+    figures.as_replaced_s = seconds(started);
     console.log(`[octavia-whole] ACTIVE_STANDBY: the dead amphora replaced ${((Date.now() - started) / 1000).toFixed(1)} s after the kill`);
     assert.equal(await servedBy(box, `http://${vip}/`, 8), ['m4', 'm9']);
   }
