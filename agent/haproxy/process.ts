@@ -11,6 +11,7 @@ import {
 } from './master-cli.js';
 import { isProcessAlive, isProcessStopped, readPidFile, terminateProcess } from '../system/proc.js';
 import { launchDaemon } from '../system/exec.js';
+import { removeFile } from '../system/files.js';
 import { haproxyEnvironment } from './environment.js';
 import { ensureNetns } from '../system/netns.js';
 
@@ -153,6 +154,22 @@ async function failureDetails(socket: string): Promise<string> {
     : 'haproxy could not load the new configuration (see the haproxy log); the previous workers keep serving';
 }
 
+/**
+ * The pid of the master a start just launched. haproxy -D may write its pid
+ * file after the launcher exits (bookworm's 2.6.12-1+deb12u4 does): read too
+ * early, there was no master to watch, and a master killed before its worker
+ * answered held the start (and the watchdog behind it) for LOAD_TIMEOUT_MS.
+ */
+async function newMasterPid(files: LoadBalancerFiles): Promise<number> {
+  const deadline = Date.now() + LOAD_TIMEOUT_MS;
+  for (;;) {
+    const pid = await readPidFile(files.pidFile);
+    if (pid !== null) return pid;
+    if (Date.now() > deadline) throw new HaproxyFailedError('start', `haproxy wrote no pid file (${files.pidFile})`);
+    await sleep(10);
+  }
+}
+
 /** The agent supervises haproxy itself: haproxy -W -D, detached so it outlives the agent. */
 export class DirectSupervisor implements HaproxySupervisor {
   readonly kind = 'direct';
@@ -171,10 +188,11 @@ export class DirectSupervisor implements HaproxySupervisor {
       '-p', files.pidFile, '-S', `${files.masterSocket},mode,600`, '-L', inst.peerName,
     ];
     if (this.netns) await ensureNetns(this.netns);
+    // A pid left by a haproxy that died must not pass for the new master's.
+    await removeFile(files.pidFile);
     const res = await launchDaemon(argv, files.launchLog, { netns: this.netns, env: haproxyEnvironment() });
     if (res.exitCode !== 0) throw new HaproxyFailedError('start', res.output.trim() || `exit code ${res.exitCode}`);
-    // haproxy -D writes the daemon's pid before its launcher exits.
-    return waitForFirstWorker(files, 'start', await readPidFile(files.pidFile));
+    return waitForFirstWorker(files, 'start', await newMasterPid(files));
   }
 
   async reload(inst: HaproxyInstance, before: HaproxyStatus): Promise<HaproxyStatus> {
