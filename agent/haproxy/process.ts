@@ -11,7 +11,6 @@ import {
 } from './master-cli.js';
 import { isProcessAlive, isProcessStopped, readPidFile, terminateProcess } from '../system/proc.js';
 import { launchDaemon } from '../system/exec.js';
-import { removeFile } from '../system/files.js';
 import { haproxyEnvironment } from './environment.js';
 import { ensureNetns } from '../system/netns.js';
 
@@ -160,11 +159,13 @@ async function failureDetails(socket: string): Promise<string> {
  * early, there was no master to watch, and a master killed before its worker
  * answered held the start (and the watchdog behind it) for LOAD_TIMEOUT_MS.
  */
-async function newMasterPid(files: LoadBalancerFiles): Promise<number> {
+async function newMasterPid(files: LoadBalancerFiles, stale: number | null): Promise<number> {
   const deadline = Date.now() + LOAD_TIMEOUT_MS;
   for (;;) {
     const pid = await readPidFile(files.pidFile);
-    if (pid !== null) return pid;
+    // The stale pid is a dead master's (a start follows one), unless the new
+    // master was given the same number.
+    if (pid !== null && (pid !== stale || (await isProcessAlive(pid)))) return pid;
     if (Date.now() > deadline) throw new HaproxyFailedError('start', `haproxy wrote no pid file (${files.pidFile})`);
     await sleep(10);
   }
@@ -188,11 +189,12 @@ export class DirectSupervisor implements HaproxySupervisor {
       '-p', files.pidFile, '-S', `${files.masterSocket},mode,600`, '-L', inst.peerName,
     ];
     if (this.netns) await ensureNetns(this.netns);
-    // A pid left by a haproxy that died must not pass for the new master's.
-    await removeFile(files.pidFile);
+    // A pid left by a haproxy that died must not pass for the new master's
+    // (the file stays: others read it while haproxy restarts).
+    const stale = await readPidFile(files.pidFile);
     const res = await launchDaemon(argv, files.launchLog, { netns: this.netns, env: haproxyEnvironment() });
     if (res.exitCode !== 0) throw new HaproxyFailedError('start', res.output.trim() || `exit code ${res.exitCode}`);
-    return waitForFirstWorker(files, 'start', await newMasterPid(files));
+    return waitForFirstWorker(files, 'start', await newMasterPid(files, stale));
   }
 
   async reload(inst: HaproxyInstance, before: HaproxyStatus): Promise<HaproxyStatus> {
