@@ -12,7 +12,8 @@ function pidNamespace(pid: number | string): string | null {
   }
 }
 
-function pssKiB(pid: string): number {
+/** A process's PSS in KiB (0 once it has exited). */
+export function pssKiB(pid: number | string): number {
   try {
     const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
     return m ? Number(m[1]) : 0;

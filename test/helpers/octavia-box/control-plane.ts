@@ -17,6 +17,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { TEST_ROOT } from '../haproxies.js';
+import { pssKiB } from './amphora-memory.js';
 
 const BOX = fileURLToPath(new URL('../../../../test/octavia-box/', import.meta.url));
 const PREPARE = join(BOX, 'prepare-box.sh');
@@ -240,14 +241,6 @@ export function boxProcesses(netns: string, rootfs: string): number[] {
   });
 }
 
-function pssKiB(pid: number): number {
-  try {
-    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-    return m ? Number(m[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
 
 function pgidOf(pid: number): number {
   try {
