@@ -7,6 +7,7 @@ import { isProcessAlive } from '../system/proc.js';
 import { join } from 'node:path';
 import { run } from '../system/exec.js';
 import { ensureDir, removeTree } from '../system/files.js';
+import { haproxyEnvironment } from './environment.js';
 import { masterCommand, parseShowProc, workerCommand } from './master-cli.js';
 import { parseServerState, type ServerStateEntry } from './server-state.js';
 
@@ -50,7 +51,7 @@ export function haproxyCapabilities(command: string[], workDir: string): Promise
 }
 
 export async function probeHaproxy(command: string[], workDir: string): Promise<HaproxyCapabilities> {
-  const ver = await run([...command, '-v']);
+  const ver = await run([...command, '-v'], { env: haproxyEnvironment() });
   const m = /version (\d+)\.(\d+)(\S*)/.exec(ver.output);
   if (ver.exitCode !== 0 || !m) {
     throw new Error(`cannot run haproxy (${command.join(' ')} -v): ${ver.output.trim() || `exit ${ver.exitCode}`}`);
@@ -99,7 +100,7 @@ async function acceptsInitState(command: string[], dir: string): Promise<boolean
   const cfg = join(dir, 'syntax.cfg');
   await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  server s 127.0.0.1:1 check init-state fully-down\n`);
   // Exit 2 means "valid, but no listener": the keyword was accepted.
-  const { exitCode } = await run([...command, '-c', '-q', '-f', cfg]);
+  const { exitCode } = await run([...command, '-c', '-q', '-f', cfg], { env: haproxyEnvironment() });
   return exitCode === 0 || exitCode === 2;
 }
 
@@ -107,14 +108,14 @@ async function acceptsLegacyHttpchk(command: string[], dir: string): Promise<boo
   const cfg = join(dir, 'httpchk.cfg');
   // The backslashes reach haproxy as written: it resolves \r\n itself, as in Octavia's configs.
   await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  mode http\n  option httpchk GET / HTTP/1.1\\r\\nHost:\\ probe\n  server s 127.0.0.1:1 check\n`);
-  const { exitCode } = await run([...command, '-c', '-q', '-f', cfg]);
+  const { exitCode } = await run([...command, '-c', '-q', '-f', cfg], { env: haproxyEnvironment() });
   return exitCode === 0 || exitCode === 2;
 }
 
 async function acceptsHttpUseHtx(command: string[], dir: string): Promise<boolean> {
   const cfg = join(dir, 'htx.cfg');
   await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  mode http\n  option http-use-htx\n  server s 127.0.0.1:1\n`);
-  const { exitCode } = await run([...command, '-c', '-q', '-f', cfg]);
+  const { exitCode } = await run([...command, '-c', '-q', '-f', cfg], { env: haproxyEnvironment() });
   return exitCode === 0 || exitCode === 2;
 }
 
@@ -128,7 +129,7 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
   const sock = join(dir, 'master.sock');
   const initState = withInitState ? ' init-state fully-down' : '';
   await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  server s 127.0.0.1:1 check inter 1h fall 3 rise 2${initState}\n`);
-  const child = spawn(command[0]!, [...command.slice(1), '-W', '-db', '-f', cfg, '-S', sock], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(command[0]!, [...command.slice(1), '-W', '-db', '-f', cfg, '-S', sock], { stdio: ['ignore', 'ignore', 'pipe'], env: haproxyEnvironment() });
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += d; });
   child.on('error', (err) => { stderr += err.message; });

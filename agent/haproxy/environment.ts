@@ -9,7 +9,7 @@
 /** Where commands are looked up when the agent itself has no PATH. */
 const FALLBACK_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-/** The whole environment of haproxy processes the agent starts: the master (and its workers) and haproxy -c. */
+/** The whole environment of haproxy processes the agent starts: the master (and its workers), haproxy -c and the capability probe. */
 export function haproxyEnvironment(): Record<string, string> {
   return { PATH: process.env.PATH || FALLBACK_PATH, LC_ALL: 'C' };
 }

@@ -4,10 +4,13 @@
 // Read from /proc/<pid>/environ of the master and of its worker, after the
 // start and after a reload (the master re-executes itself then), on each
 // haproxy; and a "${NAME}" of the agent's environment expands to nothing.
+// The capability probe's haproxy runs (-v, -c and a throwaway master) get
+// the same environment: a wrapper records each run's names, then execs haproxy.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, testDir, type HaproxyUnderTest } from '../helpers/haproxies.js';
 import { createTestNetwork, type TestNetwork } from '../helpers/netns.js';
@@ -18,6 +21,7 @@ import { applyConfig, testEngine } from '../helpers/engine.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { currentWorker, masterCommand, parseShowProc } from '../../agent/haproxy/master-cli.js';
 import { haproxyEnvironment } from '../../agent/haproxy/environment.js';
+import { probeHaproxy } from '../../agent/haproxy/capabilities.js';
 import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
 
 const PORTS = testPorts('haproxy-environment');
@@ -92,6 +96,22 @@ HAPROXIES.forEach((h, i) => {
       }
     }
     assert.equal(await waitFor('an answer', () => leakHeader(`http://${net.nsIp}:${LISTENER(i)}/`)), 'v=', 'the agent\'s variable reached a client');
+  });
+
+  t('the capability probe runs haproxy with the same environment', async () => {
+    const log = join(dir, 'probe-env.log');
+    const wrapper = join(dir, 'haproxy-recording-env');
+    // One line of variable names per run (the shell adds PWD, allowed above for wrappers).
+    writeFileSync(wrapper, `#!/bin/sh\nenv | cut -d= -f1 | tr '\\n' ' ' >>'${log}'\necho >>'${log}'\nexec ${h.command.join(' ')} "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    const caps = await probeHaproxy([wrapper], join(dir, 'probe'));
+    assert.ok(caps.version.length > 0);
+    const runs = readFileSync(log, 'utf8').trim().split('\n').map((l) => l.trim().split(' ').filter(Boolean));
+    assert.ok(runs.length >= 3, `${runs.length} probe runs recorded`);
+    for (const names of runs) {
+      assert.ok(!names.includes(SECRET), `a probe run held ${SECRET}`);
+      assert.equal(names.filter((n) => !['PWD', 'SHLVL', '_'].includes(n) && !Object.keys(haproxyEnvironment()).includes(n)), [], names.join(' '));
+    }
   });
 
   t.run();
