@@ -88,32 +88,41 @@ log "diskimage-builder $(dib_version)"
 
 # --- the agent bundle -------------------------------------------------------
 cd "$REPO"
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "npm ci"
-  npm ci --no-audit --no-fund --loglevel=error >&2
-fi
-log "compiling (tsc)"
-npx tsc -p . >&2
-
-mkdir -p "$OUT" "$CACHE"
-STAGE=$(mktemp -d "$OUT/.bundle.XXXXXX")
-trap 'rm -rf "$STAGE"' EXIT
-mkdir -p "$STAGE/dist"
-cp -r dist/agent "$STAGE/dist/agent"
-find "$STAGE/dist" -name '*.map' -delete
-cp -r templates "$STAGE/templates"
-# Modes from the checkout or an earlier npm link must not change the bundle.
-find "$STAGE/dist" "$STAGE/templates" -type d -exec chmod 0755 {} + -o -type f -exec chmod 0644 {} +
-cp package.json package-lock.json "$STAGE/"
-log "production node_modules (npm ci --omit=dev in a staging directory)"
-(cd "$STAGE" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error) >&2
-rm -f "$STAGE/node_modules/.package-lock.json"
 BUNDLE=$OUT/amphora-agent-bundle.tgz
-# Same inputs, same bytes: names sorted, fixed owner and time, no gzip timestamp.
-tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='2000-01-01 00:00:00Z' \
-  -C "$STAGE" -cf - dist templates package.json package-lock.json node_modules | gzip -n >"$BUNDLE.tmp"
-mv "$BUNDLE.tmp" "$BUNDLE"
-log "bundle $BUNDLE ($(du -h "$BUNDLE" | cut -f1))"
+# What the bundle is made from: with AMPHORA_IMAGE_REUSE=1 a bundle made from
+# the same sources is kept (compiling and the staging npm ci take 10-15 s,
+# paid by every test file that asks for an image).
+SOURCES=$( { cat package.json package-lock.json tsconfig.json; node --version;
+  find agent templates -type f -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -d' ' -f1)
+mkdir -p "$OUT" "$CACHE"
+if [ "${AMPHORA_IMAGE_REUSE:-0}" = 1 ] && [ -f "$BUNDLE" ] && [ "$(cat "$BUNDLE.sources" 2>/dev/null)" = "$SOURCES" ]; then
+  log "reusing bundle $BUNDLE (same sources)"
+else
+  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    log "npm ci"
+    npm ci --no-audit --no-fund --loglevel=error >&2
+  fi
+  log "compiling (tsc)"
+  npx tsc -p . >&2
+  STAGE=$(mktemp -d "$OUT/.bundle.XXXXXX")
+  trap 'rm -rf "$STAGE"' EXIT
+  mkdir -p "$STAGE/dist"
+  cp -r dist/agent "$STAGE/dist/agent"
+  find "$STAGE/dist" -name '*.map' -delete
+  cp -r templates "$STAGE/templates"
+  # Modes from the checkout or an earlier npm link must not change the bundle.
+  find "$STAGE/dist" "$STAGE/templates" -type d -exec chmod 0755 {} + -o -type f -exec chmod 0644 {} +
+  cp package.json package-lock.json "$STAGE/"
+  log "production node_modules (npm ci --omit=dev in a staging directory)"
+  (cd "$STAGE" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error) >&2
+  rm -f "$STAGE/node_modules/.package-lock.json"
+  # Same inputs, same bytes: names sorted, fixed owner and time, no gzip timestamp.
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='2000-01-01 00:00:00Z' \
+    -C "$STAGE" -cf - dist templates package.json package-lock.json node_modules | gzip -n >"$BUNDLE.tmp"
+  mv "$BUNDLE.tmp" "$BUNDLE"
+  echo "$SOURCES" >"$BUNDLE.sources"
+  log "bundle $BUNDLE ($(du -h "$BUNDLE" | cut -f1))"
+fi
 
 # --- the image --------------------------------------------------------------
 # The image definition: the entries of diskimage.yaml that make up $NAME (an
