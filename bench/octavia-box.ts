@@ -42,7 +42,7 @@ function runWith(agent: 'this' | 'reference'): Run {
   const out = join(mkdtempSync(join(tmpdir(), 'octavia-box-bench-')), `${agent}.json`);
   const r = spawnSync(process.execPath, ['--enable-source-maps', TEST], {
     stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env, AMPHORA_OCTAVIA_BOX: '1', AMPHORA_OCTAVIA_BOX_AGENT: agent, AMPHORA_OCTAVIA_BOX_FIGURES: out, AMPHORA_IMAGE_REUSE: process.env.AMPHORA_IMAGE_REUSE ?? '1' },
+    env: { ...process.env, AMPHORA_OCTAVIA_BOX_AGENT: agent, AMPHORA_OCTAVIA_BOX_FIGURES: out, AMPHORA_IMAGE_REUSE: process.env.AMPHORA_IMAGE_REUSE ?? '1' },
   });
   if (r.status !== 0) console.error(`octavia-whole with ${agent} agent exited ${r.status}: its figures may be incomplete`);
   return JSON.parse(readFileSync(out, 'utf8')) as Run;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Octavia in a box: the control plane (see PROTOCOL.md).
 
-Runs inside the Octavia root filesystem (test/octavia-box/prepare-box.sh),
+Runs inside the release matrix's root filesystem (test/rig/prepare.sh),
 chrooted, inside the box's network namespace where the control plane's
 address (172.31.0.2 by default) is on an interface. Starts, each in a
 process group of its own with its log under --state:
@@ -213,7 +213,7 @@ def first_binary(*names):
         for d in ('/usr/sbin', '/usr/bin'):
             if os.access(os.path.join(d, n), os.X_OK):
                 return os.path.join(d, n)
-    raise Failed(f'none of {", ".join(names)} installed (prepare-box.sh)')
+    raise Failed(f'none of {", ".join(names)} installed (test/rig/prepare.sh)')
 
 
 # A 16 MiB redo log instead of 96 MiB: each box's datadir stays about 60 MiB.

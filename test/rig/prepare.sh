@@ -6,6 +6,9 @@
 #   trixie        haproxy 3.0 (the amphora image's), keepalived 2.3, Octavia 16
 #   sid           haproxy 3.2, Octavia 19
 #   experimental  haproxy 3.4
+# trixie and sid also hold Octavia's control plane for Octavia in a box
+# (docs/octavia-box.md): its services, the database and message bus they
+# need, uwsgi as Debian's octavia-api runs it, and the SDK.
 # Each root filesystem is rebuilt only when its recipe (suite, packages) changes.
 set -euo pipefail
 
@@ -18,10 +21,12 @@ PACKAGES=(haproxy keepalived socat iproute2 nftables python3-octavia debootstrap
   qemu-system-x86 qemu-utils genisoimage e2fsprogs openssh-client
   # ACTIVE_STANDBY under systemd (interop/active-standby-systemd): the image booted by systemd-nspawn
   systemd-container)
+CONTROL_PLANE="octavia-api octavia-worker octavia-health-manager octavia-housekeeping mariadb-server rabbitmq-server"
+CONTROL_PLANE+=" python3-pymysql python3-openstacksdk uwsgi-core uwsgi-plugin-python3 openssl procps"
 # suite for debootstrap | apt target release | packages
 declare -A RECIPES=(
-  [trixie]="trixie||haproxy keepalived iproute2 python3-octavia"
-  [sid]="sid||haproxy keepalived iproute2 python3-octavia"
+  [trixie]="trixie||haproxy keepalived iproute2 python3-octavia $CONTROL_PLANE"
+  [sid]="sid||haproxy keepalived iproute2 python3-octavia $CONTROL_PLANE"
   [experimental]="sid|experimental|haproxy"
 )
 
@@ -103,6 +108,11 @@ build_rootfs() { # NAME
   # Nothing starts while packages install; python3-octavia does not configure
   # inside debootstrap, so it is installed here, in the finished minbase root.
   printf '#!/bin/sh\nexit 101\n' >"$dir.tmp/usr/sbin/policy-rc.d"; chmod 755 "$dir.tmp/usr/sbin/policy-rc.d"
+  # RabbitMQ's node is rabbit@localhost: the name must resolve inside any
+  # network namespace, without DNS.
+  printf '127.0.0.1 localhost\n::1 localhost ip6-localhost\n' >"$dir.tmp/etc/hosts"
+  # octavia-common's debconf questions (database, RabbitMQ, Keystone) all
+  # default to "no": noninteractive leaves /etc/octavia alone.
   mount -t proc proc "$dir.tmp/proc"
   local rc=0
   chroot "$dir.tmp" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -114,8 +124,12 @@ build_rootfs() { # NAME
 }
 
 mkdir -p "$CACHE/rootfs" "$CACHE/bin"
-# The root filesystem of an earlier layout of this script.
-if [ -d "$CACHE/sid-rootfs" ]; then unmount_all "$CACHE/sid-rootfs"; rm -rf "$CACHE/sid-rootfs"; fi
+# Root filesystems of earlier layouts: sid's of this script, and Octavia in
+# a box's own (now in trixie's and sid's).
+for old in "$CACHE/sid-rootfs" "$CACHE/rootfs/octavia-sid" "$CACHE/rootfs/octavia-trixie"; do
+  if [ -d "$old" ]; then unmount_all "$old"; rm -rf --one-file-system "$old"; fi
+done
+rm -f "$CACHE/rootfs/octavia-sid.log" "$CACHE/rootfs/octavia-sid.lock" "$CACHE/rootfs/octavia-trixie.log" "$CACHE/rootfs/octavia-trixie.lock"
 # Built side by side: downloads and dpkg runs overlap (about 2 minutes in all).
 pids=()
 for name in "${!RECIPES[@]}"; do build_rootfs "$name" & pids+=($!); done

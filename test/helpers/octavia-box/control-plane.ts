@@ -1,12 +1,12 @@
 // Octavia in a box: the control plane (MariaDB, RabbitMQ, octavia-api,
 // -worker, -health-manager, -housekeeping), run by
-// test/octavia-box/control_plane.py chrooted in the Octavia root filesystem
-// that test/octavia-box/prepare-box.sh builds, inside a network namespace
+// test/octavia-box/control_plane.py chrooted in the release matrix's root
+// filesystem of its suite (test/rig/prepare.sh), inside a network namespace
 // the caller made (where the control plane's address, 172.31.0.2 by
 // default, is on an interface). See test/octavia-box/PROTOCOL.md.
 //
 // Paths are the same inside the chroot and outside: the state directory lies
-// under the test root (bound into the root filesystem by prepare-box.sh); the
+// under the test root (bound into the root filesystem by prepare.sh); the
 // drivers directory and the cloud socket's directory are bound in here, in
 // the private mount namespace `ip netns exec` gives the process, so nothing
 // outside sees those mounts and nothing needs unmounting afterwards.
@@ -20,7 +20,6 @@ import { TEST_ROOT } from '../haproxies.js';
 import { pssKiB } from './amphora-memory.js';
 
 const BOX = fileURLToPath(new URL('../../../../test/octavia-box/', import.meta.url));
-const PREPARE = join(BOX, 'prepare-box.sh');
 const SCRIPT = join(BOX, 'control_plane.py');
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const run = promisify(execFile);
@@ -72,12 +71,13 @@ export interface Exited {
   log_tail: string;
 }
 
-/** The root filesystem for `suite`, built on first use (about 3 minutes) and mounted; its path. */
-export function prepareBox(suite: Suite = 'sid'): string {
-  const out = execFileSync('bash', [PREPARE, suite], {
-    encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 30 * 60_000, env: { ...process.env, PATH: SYSTEM_PATH },
-  });
-  return out.trim().split('\n').pop()!;
+/** The release matrix's root filesystem for `suite`, with Octavia's services in it (test/rig/prepare.sh builds and mounts it). */
+export function controlPlaneRootfs(suite: Suite = 'sid'): string {
+  const dir = join(process.env.AMPHORA_TEST_CACHE ?? '/var/cache/amphora-agent-tests', 'rootfs', suite);
+  if (!existsSync(join(dir, 'usr/bin/octavia-worker')) || !existsSync(join(dir, TEST_ROOT))) {
+    throw new Error(`ControlPlane: no Octavia control plane in ${dir}: run test/rig/prepare.sh (as root) first`);
+  }
+  return dir;
 }
 
 export class ControlPlane {
@@ -96,7 +96,7 @@ export class ControlPlane {
 
   static async start(opts: ControlPlaneOptions): Promise<ControlPlane> {
     if (!opts.stateDir.startsWith(`${TEST_ROOT}/`)) throw new Error(`ControlPlane: the state directory must lie under ${TEST_ROOT}: ${opts.stateDir}`);
-    const rootfs = prepareBox(opts.suite ?? 'sid');
+    const rootfs = controlPlaneRootfs(opts.suite);
     const drivers = opts.driversDir ?? BOX;
     mkdirSync(opts.stateDir, { recursive: true });
     // Directories the chroot must see at the same path, each bound once; the
@@ -251,10 +251,3 @@ function pgidOf(pid: number): number {
     return -1;
   }
 }
-
-/** The root filesystem's directory for a suite, if prepare-box.sh built it. */
-export function boxRootfs(suite: Suite = 'sid'): string | null {
-  const dir = join(process.env.AMPHORA_TEST_CACHE ?? '/var/cache/amphora-agent-tests', 'rootfs', `octavia-${suite}`);
-  return existsSync(join(dir, '.recipe')) ? dir : null;
-}
-

@@ -28,7 +28,11 @@ export class MemberBackend {
       { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines = createInterface({ input: child.stdout! });
     const b = new MemberBackend(member, port, child, lines);
-    process.on('exit', () => child.kill('SIGKILL'));
+    // Killed with the test's process; the hook goes with the backend (a
+    // rolling replacement starts many).
+    const kill = () => child.kill('SIGKILL');
+    process.on('exit', kill);
+    child.once('exit', () => process.off('exit', kill));
     await new Promise<void>((resolve, reject) => {
       b.answers.push(() => resolve());
       child.once('exit', (code) => reject(new Error(`backend in ${member.netns} exited (${code}) before listening`)));
