@@ -96,7 +96,7 @@ SOURCES=$( { cat package.json package-lock.json tsconfig.json; node --version;
   find agent templates -type f -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -d' ' -f1)
 mkdir -p "$OUT" "$CACHE"
 if [ "${AMPHORA_IMAGE_REUSE:-0}" = 1 ] && [ -f "$BUNDLE" ] && [ "$(cat "$BUNDLE.sources" 2>/dev/null)" = "$SOURCES" ]; then
-  log "reusing bundle $BUNDLE (same sources)"
+  log "keeping bundle $BUNDLE (same sources)"
 else
   if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     log "npm ci"
