@@ -2,8 +2,8 @@
 // (test/helpers/amphora-vm.ts): the 10-rsyslog.conf Octavia 19's
 // LoggingJinjaTemplater renders into the config drive, with the admin and
 // tenant targets on the host (10.0.2.2 from the guest) over one log_protocol
-// (one per config drive, so a test file each: vm/log-offload-tcp and
-// vm/log-offload-udp), and disable_local_log_storage. The tenant receiver
+// (one per config drive, so an amphora each: vm/log-offload boots one for TCP
+// and one for UDP), and disable_local_log_storage. The tenant receiver
 // must get haproxy's flow lines for real requests in Octavia's
 // user_log_format, the admin receiver
 // the agent's and haproxy's administrative lines, and the amphora keep none
@@ -57,39 +57,75 @@ class SyslogReceiver {
   }
 }
 
-/** The suite for one log_protocol: boots its own amphora. */
-export function logOffloadSuite(protocol: 'TCP' | 'UDP'): void {
-  const ports = testPorts(protocol === 'TCP' ? 'vm-log-offload-tcp' : 'vm-log-offload-udp');
-  const amp = new AmphoraVm(`vm-log-${protocol.toLowerCase()}`, ports, protocol === 'TCP' ? 16 : 17);
-  const subnet = protocol === 'TCP' ? '16' : '17';
-  const ADMIN_PORT = ports.one();
-  const TENANT_PORT = ports.one();
-  const MEMBER_PORT = ports.one();
-  const admin = new SyslogReceiver(ADMIN_PORT, protocol);
-  const tenant = new SyslogReceiver(TENANT_PORT, protocol);
-  let member: TestBackend | null = null;
-  const test = suite(`log offloading over ${protocol}`);
+/** One log_protocol's amphora, with its receivers and a member. */
+class LogOffloadRig {
+  readonly amp: AmphoraVm;
+  readonly subnet: string;
+  readonly admin: SyslogReceiver;
+  readonly tenant: SyslogReceiver;
+  private readonly memberPort: number;
+  member: TestBackend | null = null;
 
-  test.before(loud(async () => {
-    await Promise.all([admin.listen(), tenant.listen()]);
-    await amp.boot({
+  constructor(readonly protocol: 'TCP' | 'UDP') {
+    const ports = testPorts(protocol === 'TCP' ? 'vm-log-offload-tcp' : 'vm-log-offload-udp');
+    this.subnet = protocol === 'TCP' ? '16' : '17';
+    this.amp = new AmphoraVm(`vm-log-${protocol.toLowerCase()}`, ports, Number(this.subnet));
+    this.admin = new SyslogReceiver(ports.one(), protocol);
+    this.tenant = new SyslogReceiver(ports.one(), protocol);
+    this.memberPort = ports.one();
+  }
+
+  /** Booted with Octavia's log offloading in its config drive, a load balancer serving. */
+  async start(): Promise<void> {
+    await Promise.all([this.admin.listen(), this.tenant.listen()]);
+    await this.amp.boot({
       amphora_agent: {
-        admin_log_targets: [`10.0.2.2:${ADMIN_PORT}`], tenant_log_targets: [`10.0.2.2:${TENANT_PORT}`],
-        log_protocol: protocol, disable_local_log_storage: true,
+        admin_log_targets: [`10.0.2.2:${this.admin.port}`], tenant_log_targets: [`10.0.2.2:${this.tenant.port}`],
+        log_protocol: this.protocol, disable_local_log_storage: true,
       },
     });
-    await amp.hotplugVip();
-    await amp.peer!.call('plug_vip', amp.vip, amp.vipNetInfo);
-    member = await new TestBackend('m1', amp.vipHost, MEMBER_PORT).start();
-    await amp.peer!.call('upload_config', amp.lbId, await amp.render([member], true));
-    await amp.peer!.call('start_listener', amp.lbId);
-  }));
-  test.after(async () => {
-    amp.cleanup();
-    admin.close();
-    tenant.close();
-    await member?.stop();
-  });
+    await this.amp.hotplugVip();
+    await this.amp.peer!.call('plug_vip', this.amp.vip, this.amp.vipNetInfo);
+    this.member = await new TestBackend('m1', this.amp.vipHost, this.memberPort).start();
+    await this.amp.peer!.call('upload_config', this.amp.lbId, await this.amp.render([this.member], true));
+    await this.amp.peer!.call('start_listener', this.amp.lbId);
+  }
+
+  async stop(): Promise<void> {
+    this.amp.cleanup();
+    this.admin.close();
+    this.tenant.close();
+    await this.member?.stop();
+  }
+}
+
+/**
+ * A suite per log_protocol, each on its own amphora. The amphorae boot side
+ * by side (one TCG vCPU each, on two cores): the suites wait for one boot's
+ * time instead of one each.
+ */
+export function logOffloadSuites(protocols: ('TCP' | 'UDP')[]): void {
+  const rigs = protocols.map((p) => new LogOffloadRig(p));
+  let starts: Promise<void>[] | null = null;
+  const started = (i: number): Promise<void> => {
+    if (!starts) {
+      starts = rigs.map((r) => r.start());
+      // A suite awaits its own start; a failure is reported there, not as an unhandled rejection.
+      for (const s of starts) s.catch(() => {});
+    }
+    return starts[i]!;
+  };
+  for (const [i, rig] of rigs.entries()) logOffloadSuite(rig, () => started(i));
+}
+
+function logOffloadSuite(rig: LogOffloadRig, started: () => Promise<void>): void {
+  const { amp, admin, tenant, protocol, subnet } = rig;
+  const ADMIN_PORT = admin.port;
+  const TENANT_PORT = tenant.port;
+  const test = suite(`log offloading over ${protocol}`);
+
+  test.before(loud(started));
+  test.after(() => rig.stop());
 
   test("the config drive's 10-rsyslog.conf is Octavia's, with both targets over the protocol and local storage off", () => {
     const conf = amp.build.config_drive_files!['/etc/rsyslog.d/10-rsyslog.conf']!;

@@ -12,7 +12,7 @@
 // stays as built.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -86,10 +86,21 @@ export function vmImage(): VmImage {
  * Whether KVM boots this kernel: a nested hypervisor may offer /dev/kvm and
  * still fail a Debian kernel (this machine's PVM: qemu aborts or hits "KVM
  * internal error"). The kernel with no root filesystem must get as far as
- * looking for one (its panic) within the deadline.
+ * looking for one (its panic) within the deadline. A failing probe waits out
+ * the deadline, so the answer is kept for the host's boot and this kernel:
+ * every later VM of the run starts at once.
  */
 export async function kvmBoots(image: VmImage, deadlineMs = 60_000): Promise<boolean> {
   if (!existsSync('/dev/kvm')) return false;
+  const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  const known = join(CACHE, `kvm-${createHash('sha256').update(`${bootId}\n${image.kernel}\n`).digest('hex').slice(0, 16)}`);
+  if (existsSync(known)) return readFileSync(known, 'utf8') === 'kvm';
+  const boots = await probeKvm(image, deadlineMs);
+  writeFileSync(known, boots ? 'kvm' : 'tcg');
+  return boots;
+}
+
+async function probeKvm(image: VmImage, deadlineMs: number): Promise<boolean> {
   const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'qemu-system-x86_64',
     '-accel', 'kvm', '-cpu', 'host', '-m', '256', '-smp', '1', '-nodefaults', '-display', 'none', '-no-reboot',
     '-serial', 'stdio', '-kernel', image.kernel, '-append', 'console=ttyS0 panic=-1 root=/dev/nonexistent rootwait=1',

@@ -3,7 +3,7 @@
 // system_reset, a hard reset): each time it must serve again from what it
 // kept on disk, with no controller call, and report the listener OPEN in
 // its heartbeats. A file of its own (the boot and two reboots take about
-// 10 minutes under TCG on a loaded machine; the runner stops a file at 15).
+// 10-14 minutes under TCG; the runner stops a file at 20).
 //
 // Runs alone with `node dist/test/run.js vm/reboot`.
 import { test } from 'uvu';

@@ -1,6 +1,0 @@
-// Octavia's log offloading over TCP on a booted amphora
-// (test/helpers/log-offload-suite.ts). Runs alone with
-// `node dist/test/run.js vm/log-offload-tcp`.
-import { logOffloadSuite } from '../helpers/log-offload-suite.js';
-
-logOffloadSuite('TCP');
