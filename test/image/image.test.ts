@@ -13,7 +13,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
@@ -263,14 +263,34 @@ test('ping-wrapper.sh (PING monitors) answers for a reachable member and fails f
   assert.is.not(ping('192.0.2.1'), 0);
 });
 
-test('amphora-netns.service\'s bring-up line, run in the image: loopback from the lo.json the agent wrote; amphora-interface is the same command', () => {
+test('amphora-netns.service\'s bring-up line, run in the image: loopback from the lo.json the agent wrote; no Node.js on a first boot; amphora-interface is the same command', () => {
   const line = readFileSync(join(ROOTFS, UNIT_DIR, 'amphora-netns.service'), 'utf8').split('\n')
     .find((l) => l.includes(' interface up all'))!;
   assert.ok(line, 'amphora-netns.service does not bring the interfaces up');
-  const argv = line.replace(/^ExecStart=-?/, '').split(/\s+/);
-  const bringUp = spawnSync('chroot', [ROOTFS, ...argv], { encoding: 'utf8', env: { PATH: SYSTEM_PATH } });
-  assert.is(bringUp.status, 0, `${bringUp.stdout}${bringUp.stderr}`);
-  assert.is(bringUp.stdout.trim(), 'lo: up');
+  const script = /^ExecStart=-\/bin\/sh -c '(.*)'$/.exec(line)?.[1];
+  assert.ok(script, `not a guarded sh -c line: ${line}`);
+  const bringUp = () => spawnSync('chroot', [ROOTFS, '/bin/sh', '-c', script!], { encoding: 'utf8', env: { PATH: SYSTEM_PATH } });
+  const run = (what: string, expected: string) => {
+    const r = bringUp();
+    assert.is(r.status, 0, `${what}: ${r.stdout}${r.stderr}`);
+    assert.is(r.stdout.trim(), expected, what);
+  };
+  run('the config names the interfaces directory', 'lo: up');
+  // A first boot: Octavia's config leaves the directory at its default, and no NIC has been plugged yet.
+  const conf = join(ROOTFS, 'etc/octavia/amphora-agent.conf');
+  const lo = join(ROOTFS, 'etc/octavia/interfaces/lo.json');
+  const original = readFileSync(conf, 'utf8');
+  const loJson = readFileSync(lo, 'utf8');
+  try {
+    writeFileSync(conf, original.split('\n').filter((l) => !l.startsWith('agent_server_network_dir')).join('\n'));
+    rmSync(lo);
+    run('default directory, no interface file (first boot)', '');
+    writeFileSync(lo, loJson);
+    run('default directory with an interface file (a reboot)', 'lo: up');
+  } finally {
+    writeFileSync(conf, original);
+    writeFileSync(lo, loJson);
+  }
   const wrapper = spawnSync('chroot', [ROOTFS, '/usr/local/bin/amphora-interface', 'up', 'lo'], { encoding: 'utf8', env: { PATH: SYSTEM_PATH } });
   assert.is(wrapper.stdout.trim(), 'lo: up', wrapper.stderr);
 });
