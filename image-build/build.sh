@@ -47,6 +47,12 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
+# One build at a time per output directory: test files that run side by side
+# may each ask for an image; the second waits and then reuses the first's.
+mkdir -p "$OUT"
+exec 9>"$OUT/.build.lock"
+flock 9
+
 # --- diskimage-builder ------------------------------------------------------
 dib_version() { dpkg-query -W -f='${Version}' python3-diskimage-builder 2>/dev/null || true; }
 host_packages=(sudo qemu-utils debootstrap kpartx)

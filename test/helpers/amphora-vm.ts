@@ -3,8 +3,9 @@
 // Octavia's heartbeat receiver on the host and its AmphoraAPIClient1_0 on the
 // forwarded management port; and the VIP port a tap on the host, hot-plugged
 // over QMP as Nova hot-plugs it at plug time. Used by the test files of
-// test/vm, each of which boots its own (a file must stay under the runner's
-// 20 minutes, and a TCG boot on a loaded machine takes up to 5).
+// test/vm, each of which boots its own (the runner runs vm/reboot beside
+// vm/boot and vm/log-offload; a TCG boot beside two more VMs takes up to 6
+// minutes).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';

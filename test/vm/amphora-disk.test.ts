@@ -2,7 +2,8 @@
 // (test/helpers/vm.ts): built by image-build/build.sh vm-test, or reused when
 // its inputs did not change. A file of its own and first in test/vm, so that
 // a build from scratch (about 6.5 minutes on a loaded 2-core machine) does
-// not count against a boot test's 20 minutes.
+// not count against a boot test's time, and the boot files that run side by
+// side find it built.
 //
 // Runs alone with `node dist/test/run.js vm/amphora-disk`.
 import { test } from 'uvu';

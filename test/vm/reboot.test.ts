@@ -3,7 +3,8 @@
 // system_reset, a hard reset): each time it must serve again from what it
 // kept on disk, with no controller call, and report the listener OPEN in
 // its heartbeats. A file of its own (the boot and two reboots take about
-// 10-14 minutes under TCG; the runner stops a file at 20).
+// 10-16 minutes under TCG), which the runner runs beside vm/boot and
+// vm/log-offload.
 //
 // Runs alone with `node dist/test/run.js vm/reboot`.
 import { test } from 'uvu';
