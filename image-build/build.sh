@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds an amphora image from this repository:
 #
-#   image-build/build.sh [production|ci|vm-test]     (default: production)
+#   image-build/build.sh [production|reference|ci|vm-test]   (default: production)
 #
 #   production  amphora-x64-haproxy-trixie.qcow2: bootable (needs loop devices
-#               and device-mapper on the build host)
+#               on the build host; device-mapper is used when there is one)
+#   reference   amphora-x64-haproxy-trixie-reference.qcow2: the same with
+#               Octavia's own agent in place of this one, for comparisons
 #   ci          amphora-ci-rootfs-trixie.tar: the root filesystem only
 #   vm-test     amphora-vm-test-trixie.tar: production's elements less `vm`
 #               (kernel, initramfs, cloud-init, sshd kept; no partitions), for
@@ -29,9 +31,10 @@ set -euo pipefail
 IMAGE=${1:-production}
 case "$IMAGE" in
   production) NAME=amphora-x64-haproxy-trixie; OUTPUT=$NAME.qcow2 ;;
+  reference) NAME=amphora-x64-haproxy-trixie-reference; OUTPUT=$NAME.qcow2 ;;
   ci) NAME=amphora-ci-rootfs-trixie; OUTPUT=$NAME.tar ;;
   vm-test) NAME=amphora-vm-test-trixie; OUTPUT=$NAME.tar ;;
-  *) echo "usage: $0 [production|ci|vm-test]" >&2; exit 2 ;;
+  *) echo "usage: $0 [production|reference|ci|vm-test]" >&2; exit 2 ;;
 esac
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,6 +49,10 @@ if [ "$(id -u)" != 0 ]; then
   echo "build.sh: diskimage-builder needs root (chroot, loop devices)" >&2
   exit 1
 fi
+
+# What goes when the script ends, however it ends.
+CLEANUP=()
+trap 'rm -rf "${CLEANUP[@]}"' EXIT
 
 # One build at a time per output directory: test files that run side by side
 # may each ask for an image; the second waits and then reuses the first's.
@@ -111,7 +118,7 @@ else
   log "compiling (tsc)"
   npx tsc -p . >&2
   STAGE=$(mktemp -d "$OUT/.bundle.XXXXXX")
-  trap 'rm -rf "$STAGE"' EXIT
+  CLEANUP+=("$STAGE")
   mkdir -p "$STAGE/dist"
   cp -r dist/agent "$STAGE/dist/agent"
   find "$STAGE/dist" -name '*.map' -delete
@@ -162,6 +169,23 @@ rm -f "$STAMP"
 # A debootstrap result older than a week is made again (debian-minimal
 # dist-upgrades on top of it anyway, so a cached one only saves time).
 find "$CACHE" -maxdepth 1 -name 'debootstrap-*.tar.gz' -mtime +7 -delete 2>/dev/null || true
+
+# A bootable image is partitioned: diskimage-builder maps the partitions with
+# kpartx (device-mapper) and has no other way. On a host without
+# device-mapper, stand-ins that use the kernel's loop partitions instead
+# (image-build/no-device-mapper) go where sudo finds them first for this
+# build, unless something else already lives there.
+if [[ $OUTPUT == *.qcow2 ]] && ! grep -qw device-mapper /proc/misc; then
+  for tool in kpartx dmsetup; do
+    if [ -e /usr/local/sbin/$tool ] && ! cmp -s "$REPO/image-build/no-device-mapper/$tool" /usr/local/sbin/$tool; then
+      log "no device-mapper, and /usr/local/sbin/$tool is not ours: cannot build a partitioned image here"
+      exit 1
+    fi
+    install -m 0755 "$REPO/image-build/no-device-mapper/$tool" /usr/local/sbin/$tool
+    CLEANUP+=("/usr/local/sbin/$tool")
+  done
+  log "no device-mapper: partitions through loop devices (image-build/no-device-mapper)"
+fi
 
 export ELEMENTS_PATH=$REPO/image-build/elements${ELEMENTS_PATH:+:$ELEMENTS_PATH}
 export DIB_AMPHORA_AGENT_BUNDLE=$BUNDLE

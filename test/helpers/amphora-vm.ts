@@ -17,7 +17,7 @@ import { OctaviaPeer } from './octavia-peer.js';
 import type { PortBlock } from './ports.js';
 import { waitFor } from './load.js';
 import type { TestBackend } from './backend.js';
-import { GuestShell, kvmBoots, Vm, vmImage } from './vm.js';
+import { GuestShell, kvmBoots, Vm, vmImage, type Bootable } from './vm.js';
 
 export const OCTAVIA_19 = OCTAVIAS.find((o) => o.label === 'octavia-19')!;
 export const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
@@ -82,12 +82,12 @@ export class AmphoraVm {
    * a running system and the client. `overrides`: more oslo.config groups for
    * the compute task (e.g. amphora_agent's log offloading).
    */
-  async boot(overrides: Record<string, Record<string, unknown>> = {}): Promise<void> {
-    const image = vmImage();
+  async boot(overrides: Record<string, Record<string, unknown>> = {}, image: Bootable = vmImage(), diskGb?: number): Promise<void> {
     console.log(image.summary);
     const dir = await testDir(this.name);
     let started = Date.now();
-    const kvm = await kvmBoots(image);
+    // A disk that boots itself has no kernel file to probe with: the vm-test image's is the same Debian kernel.
+    const kvm = await kvmBoots(image.kernel ?? vmImage().kernel);
     console.log(`accelerator: ${kvm ? 'kvm' : 'tcg (KVM absent or does not boot this kernel)'} (probe ${seconds(started)} s)`);
 
     // The controller's PKI, and what its compute task hands Nova.
@@ -120,7 +120,7 @@ export class AmphoraVm {
     await this.heartbeats.waitReady();
 
     started = Date.now();
-    this.vm = new Vm({ dir, image, configDrive: iso, mac: this.mgmtMac, apiPort: this.apiPort, sshPort: this.sshPort, kvm });
+    this.vm = new Vm({ dir, image, diskGb, configDrive: iso, mac: this.mgmtMac, apiPort: this.apiPort, sshPort: this.sshPort, kvm });
     await this.vm.start();
     const kernel = await this.vm.waitConsole('the kernel to start init', /Run \/init as init process|systemd\[1\]|Welcome to/, 5 * 60_000);
     this.guest = new GuestShell(this.sshPort, join(dir, 'octavia-ssh'));

@@ -35,6 +35,7 @@ const BLOCKS = {
   'vm-reboot': [21330, 30],
   'vm-log-offload-tcp': [21360, 20],
   'vm-log-offload-udp': [21380, 20],
+  'vm-production': [21420, 20],
   'stick-tables-reload': [21400, 20],
   'active-standby-systemd': [21440, 10],
   'policy-bounds': [21700, 20],

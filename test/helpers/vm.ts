@@ -24,39 +24,60 @@ const CACHE = join(process.env.AMPHORA_TEST_CACHE ?? '/var/cache/amphora-agent-t
 const DISK_FORMAT = 'ext4-cloudimg-rootfs-1';
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-export interface VmImage {
+/** What qemu starts: a disk, booted by its own bootloader or, with a kernel and initramfs, by qemu's direct kernel boot. */
+export interface Bootable {
+  disk: string;
+  format: 'raw' | 'qcow2';
+  kernel?: string;
+  initrd?: string;
+  /** What the caller should print: built or reused, and how long it took. */
+  summary: string;
+}
+
+export interface VmImage extends Bootable {
   tar: string;
   /** Raw ext4 disk labelled cloudimg-rootfs (the root= the kernel is given). */
   disk: string;
+  format: 'raw';
   kernel: string;
   initrd: string;
-  /** What the caller should print: built or reused, and how long it took. */
-  summary: string;
 }
 
 function sh(cmd: string, args: string[]): string {
   return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: SYSTEM_PATH, LANG: 'C.UTF-8' } });
 }
 
-/** The image through the one build script (reused when its inputs did not change), and its disk. */
-export function vmImage(): VmImage {
-  let started = Date.now();
-  const build = spawnSync('bash', [join(REPO, 'image-build/build.sh'), 'vm-test'], {
+/** An image through the one build script, reused when its inputs did not change: its path and what to print. */
+function buildImage(kind: 'vm-test' | 'production'): { path: string; summary: string } {
+  const started = Date.now();
+  const build = spawnSync('bash', [join(REPO, 'image-build/build.sh'), kind], {
     encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30 * 60_000,
     env: { ...process.env, AMPHORA_IMAGE_REUSE: process.env.AMPHORA_IMAGE_REUSE ?? '1' },
   });
-  if (build.status !== 0) throw new Error(`image-build/build.sh vm-test failed (${build.status}):\n${build.stderr}\n${build.stdout.slice(-3000)}`);
-  const tar = build.stdout.trim().split('\n').pop()!;
-  const summary = [`image: ${build.stderr.includes('reusing') ? 'reused' : 'built'} ${tar} in ${((Date.now() - started) / 1000).toFixed(1)} s`];
+  if (build.status !== 0) throw new Error(`image-build/build.sh ${kind} failed (${build.status}):\n${build.stderr}\n${build.stdout.slice(-3000)}`);
+  const path = build.stdout.trim().split('\n').pop()!;
+  return { path, summary: `image: ${build.stderr.includes('reusing') ? 'reused' : 'built'} ${path} in ${((Date.now() - started) / 1000).toFixed(1)} s` };
+}
 
+/** The qcow2 operators upload (diskimage.yaml's production entry): partitioned, with grub; Nova boots it from its own disk. */
+export function productionImage(): Bootable {
+  const { path, summary } = buildImage('production');
+  return { disk: path, format: 'qcow2', summary };
+}
+
+/** The vm-test image (the production elements less `vm`) as an ext4 disk with its kernel and initramfs beside it. */
+export function vmImage(): VmImage {
+  const built = buildImage('vm-test');
+  const tar = built.path;
+  const summary = [built.summary];
   const inputs = readFileSync(tar.replace(/\.tar$/, '.inputs'), 'utf8').trim();
   const key = createHash('sha256').update(`${inputs}\n${DISK_FORMAT}\n`).digest('hex').slice(0, 16);
-  const image = { tar, disk: join(CACHE, `${key}.ext4`), kernel: join(CACHE, `${key}.vmlinuz`), initrd: join(CACHE, `${key}.initrd`) };
+  const image = { tar, disk: join(CACHE, `${key}.ext4`), format: 'raw' as const, kernel: join(CACHE, `${key}.vmlinuz`), initrd: join(CACHE, `${key}.initrd`) };
   if ([image.disk, image.kernel, image.initrd].every((f) => existsSync(f))) {
     summary.push(`disk: reused ${image.disk}`);
     return { ...image, summary: summary.join('; ') };
   }
-  started = Date.now();
+  const started = Date.now();
   mkdirSync(CACHE, { recursive: true });
   // One disk at a time: another image's files go (each is a few GB sparse).
   for (const f of readdirSync(CACHE)) if (!f.startsWith(key)) rmSync(join(CACHE, f), { recursive: true, force: true });
@@ -90,20 +111,20 @@ export function vmImage(): VmImage {
  * the deadline, so the answer is kept for the host's boot and this kernel:
  * every later VM of the run starts at once.
  */
-export async function kvmBoots(image: VmImage, deadlineMs = 60_000): Promise<boolean> {
+export async function kvmBoots(kernel: string, deadlineMs = 60_000): Promise<boolean> {
   if (!existsSync('/dev/kvm')) return false;
   const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-  const known = join(CACHE, `kvm-${createHash('sha256').update(`${bootId}\n${image.kernel}\n`).digest('hex').slice(0, 16)}`);
+  const known = join(CACHE, `kvm-${createHash('sha256').update(`${bootId}\n${kernel}\n`).digest('hex').slice(0, 16)}`);
   if (existsSync(known)) return readFileSync(known, 'utf8') === 'kvm';
-  const boots = await probeKvm(image, deadlineMs);
+  const boots = await probeKvm(kernel, deadlineMs);
   writeFileSync(known, boots ? 'kvm' : 'tcg');
   return boots;
 }
 
-async function probeKvm(image: VmImage, deadlineMs: number): Promise<boolean> {
+async function probeKvm(kernel: string, deadlineMs: number): Promise<boolean> {
   const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'qemu-system-x86_64',
     '-accel', 'kvm', '-cpu', 'host', '-m', '256', '-smp', '1', '-nodefaults', '-display', 'none', '-no-reboot',
-    '-serial', 'stdio', '-kernel', image.kernel, '-append', 'console=ttyS0 panic=-1 root=/dev/nonexistent rootwait=1',
+    '-serial', 'stdio', '-kernel', kernel, '-append', 'console=ttyS0 panic=-1 root=/dev/nonexistent rootwait=1',
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d) => { out += d; });
@@ -120,7 +141,9 @@ async function probeKvm(image: VmImage, deadlineMs: number): Promise<boolean> {
 
 export interface VmOptions {
   dir: string;
-  image: VmImage;
+  image: Bootable;
+  /** The disk the guest sees (a flavor's disk; the image is smaller and grows to it). */
+  diskGb?: number;
   configDrive: string;
   mac: string;
   /** Host ports (on 127.0.0.1) forwarded to the guest's 9443 and 22. */
@@ -194,18 +217,21 @@ export class Vm {
     this.console = join(options.dir, 'console.log');
   }
 
-  /** Power on: a fresh overlay over the cached disk (4 GB, as a small flavor's disk). */
+  /** Power on: a fresh overlay over the cached disk (4 GB unless asked: a small flavor's disk). */
   async start(): Promise<void> {
     const o = this.options;
-    sh('qemu-img', ['create', '-q', '-f', 'qcow2', '-b', o.image.disk, '-F', 'raw', this.overlay, '4G']);
+    sh('qemu-img', ['create', '-q', '-f', 'qcow2', '-b', o.image.disk, '-F', o.image.format, this.overlay, `${o.diskGb ?? 4}G`]);
+    // Without a kernel, SeaBIOS boots the disk's own bootloader, as Nova's default firmware does.
+    const directBoot = o.image.kernel
+      ? ['-kernel', o.image.kernel, '-initrd', o.image.initrd!, '-append', 'root=LABEL=cloudimg-rootfs rw console=ttyS0']
+      : [];
     const qmpPath = join(o.dir, 'qmp.sock');
     // setpriv --pdeathsig: qemu goes with the test process, even when the
     // runner SIGKILLs a file that overran its time limit.
     this.child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'qemu-system-x86_64',
       ...(o.kvm ? ['-accel', 'kvm', '-cpu', 'host'] : ['-accel', 'tcg']),
       '-m', String(o.memoryMb ?? 1024), '-smp', '1', '-nodefaults', '-display', 'none',
-      '-kernel', o.image.kernel, '-initrd', o.image.initrd,
-      '-append', 'root=LABEL=cloudimg-rootfs rw console=ttyS0',
+      ...directBoot,
       '-drive', `file=${this.overlay},if=virtio,format=qcow2,cache=unsafe`,
       '-drive', `file=${o.configDrive},if=virtio,format=raw,readonly=on`,
       '-netdev', `user,id=mgmt,hostfwd=tcp:127.0.0.1:${o.apiPort}-:9443,hostfwd=tcp:127.0.0.1:${o.sshPort}-:22`,
