@@ -8,6 +8,7 @@
 // minutes).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import { OCTAVIAS, testDir } from './haproxies.js';
 import { issue, makeCa, type Ca, type Issued } from './certs.js';
@@ -15,12 +16,37 @@ import { octaviaComputeCreate, writeNovaConfigDrive, type ComputeBuild } from '.
 import { HeartbeatReceiver } from './heartbeat-receiver.js';
 import { OctaviaPeer } from './octavia-peer.js';
 import type { PortBlock } from './ports.js';
-import { waitFor } from './load.js';
+import { sleep, waitFor } from './load.js';
 import type { TestBackend } from './backend.js';
 import { GuestShell, kvmBoots, Vm, vmImage, type Bootable } from './vm.js';
 
 export const OCTAVIA_19 = OCTAVIAS.find((o) => o.label === 'octavia-19')!;
 export const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
+
+export interface BootOptions {
+  /** More oslo.config groups for the compute task (e.g. amphora_agent's log offloading). */
+  overrides?: Record<string, Record<string, unknown>>;
+  image?: Bootable;
+  /** The flavor's disk (the image grows to it). */
+  diskGb?: number;
+  /** The flavor's RAM (1,024 MB, Octavia's default amphora flavor, unless asked). */
+  memoryMb?: number;
+  /** Deadline for ssh, for a running system and for the agent's first answer, each (a small memory size may never get there). */
+  deadlineMs?: number;
+  /**
+   * The controller's [haproxy_amphora] rest_request_read_timeout (s; Octavia's
+   * default 60). Under TCG a call that takes a real amphora a second can take
+   * minutes: past this the driver gives up on the call and sends it again.
+   */
+  restReadTimeout?: number;
+}
+
+/** The guest's memory from /proc/meminfo, in MiB: used is MemTotal less MemAvailable; shmem is tmpfs and shared mappings. */
+export interface GuestMemory {
+  totalMb: number;
+  usedMb: number;
+  shmemMb: number;
+}
 
 export class AmphoraVm {
   readonly amphoraId: string;
@@ -47,6 +73,11 @@ export class AmphoraVm {
   heartbeats: HeartbeatReceiver | null = null;
   peer: OctaviaPeer | null = null;
   haproxyVersion = '';
+  /** Seconds from power-on to the first answer on the agent's API (GET / with the controller's certificate). */
+  firstAnswer: number | null = null;
+  private watching = false;
+  private dir = '';
+  private restReadTimeout = 60;
   private serverCa!: Ca;
   private controller!: Issued;
 
@@ -79,16 +110,20 @@ export class AmphoraVm {
 
   /**
    * Build (or reuse) the image, make the config drive, power on, and wait for
-   * a running system and the client. `overrides`: more oslo.config groups for
-   * the compute task (e.g. amphora_agent's log offloading).
+   * a running system, the agent's first answer and the client.
    */
-  async boot(overrides: Record<string, Record<string, unknown>> = {}, image: Bootable = vmImage(), diskGb?: number): Promise<void> {
-    console.log(image.summary);
+  async boot(options: BootOptions = {}): Promise<void> {
+    const image = options.image ?? vmImage();
+    const deadline = options.deadlineMs ?? 8 * 60_000;
+    // Named: VMs booting side by side print into one log.
+    const log = (line: string) => console.log(`[${this.name}] ${line}`);
+    log(image.summary);
     const dir = await testDir(this.name);
+    this.dir = dir;
     let started = Date.now();
     // A disk that boots itself has no kernel file to probe with: the vm-test image's is the same Debian kernel.
     const kvm = await kvmBoots(image.kernel ?? vmImage().kernel);
-    console.log(`accelerator: ${kvm ? 'kvm' : 'tcg (KVM absent or does not boot this kernel)'} (probe ${seconds(started)} s)`);
+    log(`accelerator: ${kvm ? 'kvm' : 'tcg (KVM absent or does not boot this kernel)'} (probe ${seconds(started)} s)`);
 
     // The controller's PKI, and what its compute task hands Nova.
     const pki = join(dir, 'pki');
@@ -104,7 +139,7 @@ export class AmphoraVm {
         controller_worker: { amp_boot_network_list: ['mgmt-net'], amp_ssh_key_name: 'octavia-ssh', loadbalancer_topology: 'SINGLE', user_data_config_drive: false },
         // qemu's user network: the host is 10.0.2.2 from the guest.
         health_manager: { controller_ip_port_list: [`10.0.2.2:${this.heartbeatPort}`], heartbeat_key: this.heartbeatKey, heartbeat_interval: 3 },
-        ...overrides,
+        ...options.overrides,
       },
     });
     const drive = join(dir, 'config-drive');
@@ -120,29 +155,123 @@ export class AmphoraVm {
     await this.heartbeats.waitReady();
 
     started = Date.now();
-    this.vm = new Vm({ dir, image, diskGb, configDrive: iso, mac: this.mgmtMac, apiPort: this.apiPort, sshPort: this.sshPort, kvm });
+    this.vm = new Vm({
+      dir, image, diskGb: options.diskGb, memoryMb: options.memoryMb, configDrive: iso, mac: this.mgmtMac, apiPort: this.apiPort, sshPort: this.sshPort, kvm,
+    });
     await this.vm.start();
-    const kernel = await this.vm.waitConsole('the kernel to start init', /Run \/init as init process|systemd\[1\]|Welcome to/, 5 * 60_000);
-    this.guest = new GuestShell(this.sshPort, join(dir, 'octavia-ssh'));
-    await waitFor('ssh into the guest with the key from the config drive', () => this.guest.run('true', 30_000).status === 0, 8 * 60_000, 2000);
-    const sshAt = seconds(started);
-    const state = this.guest.run('systemctl is-system-running --wait', 8 * 60_000).stdout.trim();
-    console.log(`boot: kernel at ${kernel.toFixed(1)} s, ssh at ${sshAt} s, system ${state} at ${seconds(started)} s`);
-    console.log(this.guest.run('systemd-analyze; systemd-analyze blame --no-pager | head -8').stdout.trim());
+    const answered = this.watchFirstAnswer();
+    try {
+      const kernel = await this.vm.waitConsole('the kernel to start init', /Run \/init as init process|systemd\[1\]|Welcome to/, 5 * 60_000);
+      this.guest = new GuestShell(this.sshPort, join(dir, 'octavia-ssh'));
+      await waitFor('ssh into the guest with the key from the config drive', () => {
+        if (this.vm!.exited) throw new Error(`qemu exited before ssh answered:\n${this.vm!.consoleText().slice(-3000)}`);
+        return this.guest.run('true', 30_000).status === 0;
+      }, deadline, 2000);
+      const sshAt = seconds(started);
+      const state = this.guest.run('systemctl is-system-running --wait', deadline).stdout.trim();
+      log(`boot: kernel at ${kernel.toFixed(1)} s, ssh at ${sshAt} s, system ${state} at ${seconds(started)} s`);
+      await waitFor("the agent's first answer", () => this.firstAnswer !== null, deadline, 500);
+    } finally {
+      this.watching = false;
+      await answered;
+    }
+    log(this.guest.run('systemd-analyze; systemd-analyze blame --no-pager | head -8').stdout.trim().replaceAll('\n', `\n[${this.name}] `));
 
     this.peer = new OctaviaPeer(OCTAVIA_19);
+    this.restReadTimeout = options.restReadTimeout ?? 60;
     await this.setupPeer(120, 2);
     const haproxy = /version (\S+)/.exec(this.guest.run('/usr/sbin/haproxy -v').stdout)?.[1] ?? '';
     this.haproxyVersion = haproxy.split('.').slice(0, 2).join('.');
+  }
+
+  /** From power-on, GET / on the agent's API every half second, as a controller would, until it answers 200. */
+  private async watchFirstAnswer(): Promise<void> {
+    this.watching = true;
+    const [key, cert, ca] = [this.controller.key, this.controller.cert, this.serverCa.cert].map((f) => readFileSync(f));
+    while (this.watching && this.firstAnswer === null) {
+      const status = await new Promise<number>((resolve) => {
+        const req = request({
+          host: '127.0.0.1', port: this.apiPort, path: '/', key, cert, ca, timeout: 5000, agent: false,
+          // The amphora's certificate names its id, not 127.0.0.1.
+          checkServerIdentity: () => undefined,
+        }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('timeout', () => req.destroy());
+        req.on('error', () => resolve(0));
+        req.end();
+      });
+      if (status === 200) this.firstAnswer = (Date.now() - this.vm!.startedAt) / 1000;
+      else await sleep(500);
+    }
+  }
+
+  /** Seconds from power-on to the first heartbeat Octavia's receiver accepted, or null. */
+  get firstHeartbeat(): number | null {
+    const first = this.heartbeats?.received.find((r) => r.ok);
+    return first && this.vm ? (first.at - this.vm.startedAt) / 1000 : null;
+  }
+
+  /** MemTotal, MemTotal less MemAvailable, and Shmem, from the guest's /proc/meminfo. */
+  memory(): GuestMemory {
+    return AmphoraVm.memoryOf(this.guest.run('cat /proc/meminfo').stdout);
+  }
+
+  /** memory(), without blocking the event loop. */
+  async memoryNow(): Promise<GuestMemory> {
+    return AmphoraVm.memoryOf(await this.guest.output('cat /proc/meminfo', 30_000));
+  }
+
+  private static memoryOf(info: string): GuestMemory {
+    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(info)?.[1] ?? Number.NaN);
+    return { totalMb: kb('MemTotal') / 1024, usedMb: (kb('MemTotal') - kb('MemAvailable')) / 1024, shmemMb: kb('Shmem') / 1024 };
+  }
+
+  /**
+   * Where the guest's memory goes: PSS summed by process name (MiB, largest
+   * first), and the kernel's own shares from /proc/meminfo (tmpfs, where a
+   * volatile journal lives, is Shmem).
+   */
+  memoryBreakdown(): { processes: [string, number][]; kernel: Record<string, number> } {
+    const pss = this.guest.root(
+      'for p in /proc/[0-9]*; do n=$(cat $p/comm 2>/dev/null) && k=$(awk \'/^Pss:/ {print $2}\' $p/smaps_rollup 2>/dev/null) && [ -n "$k" ] && echo "$k $n"; done',
+    );
+    const byName = new Map<string, number>();
+    for (const line of pss.trim().split('\n')) {
+      const [kb, ...name] = line.split(' ');
+      byName.set(name.join(' '), (byName.get(name.join(' ')) ?? 0) + Number(kb) / 1024);
+    }
+    const info = this.guest.run('cat /proc/meminfo').stdout;
+    const kernel = Object.fromEntries(['Shmem', 'Slab', 'KernelStack', 'PageTables', 'AnonPages', 'Cached', 'Buffers'].map((f) => [f, Number(new RegExp(`^${f}:\\s+(\\d+) kB$`, 'm').exec(info)?.[1] ?? 0) / 1024]));
+    return { processes: [...byName].sort((a, b) => b[1] - a[1]), kernel };
+  }
+
+  /** Processes the guest's kernel killed for want of memory since boot (/proc/vmstat's oom_kill). */
+  oomKills(): number {
+    return Number(/^oom_kill (\d+)$/m.exec(this.guest.run('cat /proc/vmstat').stdout)?.[1] ?? Number.NaN);
   }
 
   /** Octavia's client set up as a worker's, with its retries (404 while a port is not there yet). */
   async setupPeer(retries: number, interval: number): Promise<void> {
     const setup = await this.peer!.request('setup', {
       amphora_id: this.amphoraId, lb_network_ip: '127.0.0.1',
-      overrides: { haproxy_amphora: { client_cert: this.controller.pem, server_ca: this.serverCa.cert, bind_port: this.apiPort, connection_max_retries: retries, connection_retry_interval: interval } },
+      overrides: {
+        haproxy_amphora: {
+          client_cert: this.controller.pem, server_ca: this.serverCa.cert, bind_port: this.apiPort, connection_max_retries: retries, connection_retry_interval: interval,
+          rest_request_read_timeout: this.restReadTimeout,
+        },
+        // Where the driver's certificate manager keeps tenant certificates (TERMINATED_HTTPS listeners).
+        certificates: { cert_manager: 'local_cert_manager', storage_path: this.certStore() },
+      },
     });
     if (!setup.ok) throw new Error(`Octavia client setup: ${setup.message}\n${setup.trace ?? ''}`);
+  }
+
+  private certStore(): string {
+    const store = join(this.dir, 'cert-store');
+    mkdirSync(store, { recursive: true });
+    return store;
   }
 
   /** The VIP port: a tap on the host with the gateway address, hot-plugged into the VM. */
@@ -153,6 +282,12 @@ export class AmphoraVm {
     execFileSync('ip', ['link', 'set', this.vipTap, 'up']);
     await this.vm!.qmp.execute('netdev_add', { type: 'tap', id: 'vip', ifname: this.vipTap, script: 'no', downscript: 'no' });
     await this.vm!.qmp.execute('device_add', { driver: 'virtio-net-pci', id: 'vip-port', netdev: 'vip', mac: this.vipMac, romfile: '' });
+  }
+
+  /** The VIP port hot-plugged, then plugged by Octavia's client (which retries on the agent's 404 until the NIC is there). */
+  async plugVip(): Promise<void> {
+    await this.hotplugVip();
+    await this.peer!.call('plug_vip', this.vip, this.vipNetInfo);
   }
 
   /** haproxy.cfg from Octavia 19's JinjaTemplater: one HTTP listener on the VIP, members on the host, HTTP checks. */

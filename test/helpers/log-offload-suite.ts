@@ -79,13 +79,14 @@ class LogOffloadRig {
   async start(): Promise<void> {
     await Promise.all([this.admin.listen(), this.tenant.listen()]);
     await this.amp.boot({
-      amphora_agent: {
-        admin_log_targets: [`10.0.2.2:${this.admin.port}`], tenant_log_targets: [`10.0.2.2:${this.tenant.port}`],
-        log_protocol: this.protocol, disable_local_log_storage: true,
+      overrides: {
+        amphora_agent: {
+          admin_log_targets: [`10.0.2.2:${this.admin.port}`], tenant_log_targets: [`10.0.2.2:${this.tenant.port}`],
+          log_protocol: this.protocol, disable_local_log_storage: true,
+        },
       },
     });
-    await this.amp.hotplugVip();
-    await this.amp.peer!.call('plug_vip', this.amp.vip, this.amp.vipNetInfo);
+    await this.amp.plugVip();
     this.member = await new TestBackend('m1', this.amp.vipHost, this.memberPort).start();
     await this.amp.peer!.call('upload_config', this.amp.lbId, await this.amp.render([this.member], true));
     await this.amp.peer!.call('start_listener', this.amp.lbId);

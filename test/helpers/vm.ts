@@ -10,7 +10,7 @@
 // image's inputs (build.sh's stamp: bundle, elements, diskimage.yaml, DIB
 // version); each VM writes to a qcow2 overlay of its own, so the cached disk
 // stays as built.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
@@ -48,7 +48,7 @@ function sh(cmd: string, args: string[]): string {
 }
 
 /** An image through the one build script, reused when its inputs did not change: its path and what to print. */
-function buildImage(kind: 'vm-test' | 'production'): { path: string; summary: string } {
+function buildImage(kind: 'vm-test' | 'production' | 'reference'): { path: string; summary: string } {
   const started = Date.now();
   const build = spawnSync('bash', [join(REPO, 'image-build/build.sh'), kind], {
     encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30 * 60_000,
@@ -62,6 +62,12 @@ function buildImage(kind: 'vm-test' | 'production'): { path: string; summary: st
 /** The qcow2 operators upload (diskimage.yaml's production entry): partitioned, with grub; Nova boots it from its own disk. */
 export function productionImage(): Bootable {
   const { path, summary } = buildImage('production');
+  return { disk: path, format: 'qcow2', summary };
+}
+
+/** The production image with Debian's octavia-agent in place of this agent (diskimage.yaml's reference entry). */
+export function referenceImage(): Bootable {
+  const { path, summary } = buildImage('reference');
   return { disk: path, format: 'qcow2', summary };
 }
 
@@ -248,6 +254,11 @@ export class Vm {
     this.qmpClient = await Qmp.connect(qmpPath);
   }
 
+  /** qemu has exited (powered off, crashed, or killed). */
+  get exited(): boolean {
+    return this.child !== null && (this.child.exitCode !== null || this.child.signalCode !== null);
+  }
+
   get qmp(): Qmp {
     if (!this.qmpClient) throw new Error('VM not started');
     return this.qmpClient;
@@ -260,7 +271,7 @@ export class Vm {
   /** Wait for a line on the serial console; returns seconds since power-on. */
   async waitConsole(what: string, re: RegExp, timeoutMs: number): Promise<number> {
     await waitFor(what, () => {
-      if (this.child?.exitCode !== null) throw new Error(`qemu exited while waiting for ${what}:\n${this.consoleText().slice(-3000)}`);
+      if (this.exited) throw new Error(`qemu exited while waiting for ${what}:\n${this.consoleText().slice(-3000)}`);
       return re.test(this.consoleText());
     }, timeoutMs, 500);
     return (Date.now() - this.startedAt) / 1000;
@@ -279,11 +290,22 @@ export class GuestShell {
   constructor(readonly port: number, readonly key: string, readonly user = 'debian') {}
 
   run(command: string, timeoutMs = 60_000): { status: number | null; stdout: string; stderr: string } {
-    const r = spawnSync('ssh', [
+    const r = spawnSync('ssh', this.sshArgs(command), { encoding: 'utf8', timeout: timeoutMs });
+    return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+  }
+
+  /** run's output, without blocking the caller's event loop (members and clients served from it keep going); throws unless it exits 0. */
+  output(command: string, timeoutMs = 60_000): Promise<string> {
+    return new Promise((resolve, reject) => {
+      execFile('ssh', this.sshArgs(command), { encoding: 'utf8', timeout: timeoutMs }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+    });
+  }
+
+  private sshArgs(command: string): string[] {
+    return [
       '-i', this.key, '-p', String(this.port), '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
       '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=20', '-o', 'LogLevel=ERROR', `${this.user}@127.0.0.1`, command,
-    ], { encoding: 'utf8', timeout: timeoutMs });
-    return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+    ];
   }
 
   /** A command as root (sudo: the default user's NOPASSWD rule from cloud-init); throws unless it exits 0. */
