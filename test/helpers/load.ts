@@ -1,7 +1,9 @@
-// A constant-rate HTTP load generator that records every request and its
-// outcome. Each request opens a new connection, as most clients of a load
-// balancer do, so reloads are exercised on accept as well as on transfer.
+// A constant-rate HTTP (or HTTPS) load generator that records every request
+// and its outcome. Each request opens a new connection (and TLS session), as
+// most clients of a load balancer do, so reloads are exercised on accept as
+// well as on transfer.
 import http from 'node:http';
+import https from 'node:https';
 
 export interface RequestRecord {
   start: number;
@@ -16,7 +18,8 @@ export class LoadGenerator {
   private running = false;
   private loops: Promise<void>[] = [];
 
-  constructor(private readonly url: string, private readonly ratePerSecond = 300, private readonly concurrency = 12) {}
+  /** `timeoutMs`: how long a client waits for an answer before it counts the request as failed. */
+  constructor(private readonly url: string, private readonly ratePerSecond = 300, private readonly concurrency = 12, private readonly timeoutMs = 5000) {}
 
   start(): this {
     this.running = true;
@@ -69,7 +72,9 @@ export class LoadGenerator {
   private once(): Promise<RequestRecord> {
     const start = Date.now();
     return new Promise((resolve) => {
-      const req = http.get(this.url, { agent: false, timeout: 5000, headers: { connection: 'close' } }, (res) => {
+      // A TLS-terminated listener's certificate is a test CA's: what is measured is the load balancer, not the chain.
+      const get = this.url.startsWith('https:') ? https.get : http.get;
+      const req = get(this.url, { agent: false, timeout: this.timeoutMs, headers: { connection: 'close' }, rejectUnauthorized: false }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({

@@ -36,6 +36,10 @@ const BLOCKS = {
   'vm-log-offload-tcp': [21360, 20],
   'vm-log-offload-udp': [21380, 20],
   'vm-production': [21420, 20],
+  // Members of the standard amphora workload, bound on each VM's own VIP-side
+  // host address: every VM (the test's, the bench's two) uses the same ports.
+  'amphora-workload': [25000, 1100],
+  'bench-amphora-memory': [26100, 20],
   'stick-tables-reload': [21400, 20],
   'active-standby-systemd': [21440, 10],
   'policy-bounds': [21700, 20],

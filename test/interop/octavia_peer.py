@@ -11,6 +11,10 @@ Reads one JSON request per line on stdin, answers one JSON line on stdout:
   {"op": "update_listeners", "args": {...}}   the driver's update_amphora_listeners for a
       TERMINATED_HTTPS load balancer (certificate from the local cert manager); answers
       the /1.0/details the driver fetched on the way
+  {"op": "update_lb", "args": {...}}       the driver's update_amphora_listeners for a load
+      balancer of an HTTP and a TERMINATED_HTTPS listener, each with its pool (args: lb_id,
+      vip, monitor, certificate, private_key, http and https: {listener_id, port, pool_id,
+      members}); the certificate is stored once per peer
   {"op": "as_render", "args": {...}}        JinjaTemplater.build_config of an ACTIVE_STANDBY load
       balancer (both amphorae, peers section) for the configured amphora
   {"op": "as_vrrp", "args": {...}}          the driver's update_vrrp_conf (KeepalivedJinjaTemplater,
@@ -90,6 +94,20 @@ def update_listeners(args):
     state.pop('last_details', None)
     d.update_amphora_listeners(lb, state['amp'])
     return {'details': state.get('last_details')}
+
+
+def update_lb(args):
+    from oslo_context import context as oslo_context
+    d = driver()
+    if 'tls_ref' not in state:
+        state['tls_ref'] = d.cert_manager.store_cert(oslo_context.RequestContext(project_id='p'),
+                                                     args['certificate'], args['private_key'])
+    common = dict(lb_id=args['lb_id'], vip=args['vip'], monitor=args['monitor'], project_id='p')
+    lb, _ = build_lb(dict(args['http'], **common))
+    add_listener(lb, dict(args['https'], **common, protocol='TERMINATED_HTTPS',
+                          tls_certificate_id=state['tls_ref']))
+    d.update_amphora_listeners(lb, state['amp'])
+    return True
 
 
 def build_lb(spec):
@@ -238,7 +256,7 @@ def call(args):
 
 
 OPS = {'setup': setup, 'render': render, 'call': call, 'agent_config': agent_config,
-       'driver': driver_call, 'update_listeners': update_listeners,
+       'driver': driver_call, 'update_listeners': update_listeners, 'update_lb': update_lb,
        'as_render': as_render, 'as_vrrp': as_vrrp}
 
 for line in sys.stdin:
