@@ -77,11 +77,18 @@ interface Trial {
   peakUsedLessShmem: number | null;
 }
 
+/** A trial that has measured nothing (yet): failed for `reason`. */
+function unmeasured(memoryMb: number, reason: string): Trial {
+  return {
+    memoryMb, ok: false, reason, firstHeartbeat: null, firstAnswer: null, usedAfterBoot: null, usedAfterWorkload: null, workload: null,
+    breakdown: '', shmemAfterWorkload: null, peakUsed: null, peakUsedLessShmem: null,
+  };
+}
+
 /** Boot one image at one memory size and run the workload, in this process; never throws. */
 async function runTrial(kind: Kind, memoryMb: number, deadlineMs: number): Promise<Trial> {
   const amp = new AmphoraVm(`bench-memory-${kind.name}-${memoryMb}`, new PortBlock('bench-amphora-memory', kind.firstPort, 3), kind.tag);
-  const result: Trial = { memoryMb, ok: false, reason: '', firstHeartbeat: null, firstAnswer: null, usedAfterBoot: null, usedAfterWorkload: null, workload: null, breakdown: '', shmemAfterWorkload: null,
-    peakUsed: null, peakUsedLessShmem: null };
+  const result = unmeasured(memoryMb, '');
   try {
     await amp.boot({ image: kind.image(), diskGb: DISK_GB, memoryMb, deadlineMs, restReadTimeout: REST_READ_TIMEOUT });
     result.firstAnswer = amp.firstAnswer;
@@ -129,8 +136,7 @@ function trial(kind: Kind, memoryMb: number, deadlineMs: number): Promise<Trial>
   }
   return new Promise((resolve) => {
     child.on('close', (code) => {
-      const t = result ?? { memoryMb, ok: false, reason: `the trial's process exited ${code} with no result`, firstHeartbeat: null, firstAnswer: null,
-        usedAfterBoot: null, usedAfterWorkload: null, workload: null, breakdown: '', shmemAfterWorkload: null, peakUsed: null, peakUsedLessShmem: null };
+      const t = result ?? unmeasured(memoryMb, `the trial's process exited ${code} with no result`);
       console.log(`${label} ${t.ok ? 'passed' : 'FAILED'}: ${t.reason}\n${label} ${JSON.stringify(t)}`);
       resolve(t);
     });
