@@ -92,22 +92,23 @@ async function runTrial(kind: Kind, memoryMb: number, deadlineMs: number): Promi
   try {
     await amp.boot({ image: kind.image(), diskGb: DISK_GB, memoryMb, deadlineMs, restReadTimeout: REST_READ_TIMEOUT });
     result.firstAnswer = amp.firstAnswer;
-    result.usedAfterBoot = amp.memory().usedMb;
+    result.usedAfterBoot = (await amp.memory()).usedMb;
     await amp.plugVip();
     const sampling = setInterval(() => {
-      amp.memoryNow().then(({ usedMb, shmemMb }) => {
+      amp.memory().then(({ usedMb, shmemMb }) => {
         result.peakUsed = Math.max(result.peakUsed ?? 0, usedMb);
         result.peakUsedLessShmem = Math.max(result.peakUsedLessShmem ?? 0, usedMb - shmemMb);
       }, () => undefined); // a guest too busy to answer ssh: the next sample counts
     }, 10_000);
     const workload = await runWorkload(amp).finally(() => clearInterval(sampling));
     result.workload = workload;
-    result.usedAfterWorkload = amp.memory().usedMb;
+    result.usedAfterWorkload = (await amp.memory()).usedMb;
     const { processes, kernel } = amp.memoryBreakdown();
     result.shmemAfterWorkload = kernel.Shmem ?? null;
     result.breakdown = [...processes.slice(0, 12), ...Object.entries(kernel)].map(([n, mb]) => `${n} ${mb.toFixed(1)}`).join(', ');
     result.ok = workload.failed === 0 && workload.oomKills === 0;
     result.reason = describeWorkload(workload);
+    if (!result.ok) result.reason += `; guest logs in ${await amp.saveLogs().catch((e: Error) => `none (${e.message.split('\n')[0]})`)}`;
   } catch (e) {
     result.reason = (e as Error).message.split('\n')[0]!;
     try {

@@ -7,7 +7,7 @@
 // vm/boot and vm/log-offload; a TCG boot beside two more VMs takes up to 6
 // minutes).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { OCTAVIAS, testDir } from './haproxies.js';
@@ -18,7 +18,7 @@ import { OctaviaPeer } from './octavia-peer.js';
 import type { PortBlock } from './ports.js';
 import { sleep, waitFor } from './load.js';
 import type { TestBackend } from './backend.js';
-import { GuestShell, kvmBoots, Vm, vmImage, type Bootable } from './vm.js';
+import { GuestShell, kvmBoots, shellQuote, Vm, vmImage, type Bootable } from './vm.js';
 
 export const OCTAVIA_19 = OCTAVIAS.find((o) => o.label === 'octavia-19')!;
 export const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
@@ -213,14 +213,24 @@ export class AmphoraVm {
     return first && this.vm ? (first.at - this.vm.startedAt) / 1000 : null;
   }
 
-  /** MemTotal, MemTotal less MemAvailable, and Shmem, from the guest's /proc/meminfo. */
-  memory(): GuestMemory {
-    return AmphoraVm.memoryOf(this.guest.run('cat /proc/meminfo').stdout);
+  /** MemTotal, MemTotal less MemAvailable, and Shmem, from the guest's /proc/meminfo; never blocks the event loop (members and clients served from it keep going). */
+  async memory(): Promise<GuestMemory> {
+    return AmphoraVm.memoryOf(await this.guest.output('cat /proc/meminfo', 30_000));
   }
 
-  /** memory(), without blocking the event loop. */
-  async memoryNow(): Promise<GuestMemory> {
-    return AmphoraVm.memoryOf(await this.guest.output('cat /proc/meminfo', 30_000));
+  /**
+   * The guest's own account of a run that went wrong, saved beside the test's
+   * files: the agent's journal and haproxy's administrative log (servers going
+   * DOWN and UP, reloads, "no server available"). Returns the file's path.
+   */
+  async saveLogs(): Promise<string> {
+    const file = join(this.dir, 'guest-logs.txt');
+    const logs = await this.guest.output(
+      `sudo -n sh -c ${shellQuote("journalctl -b -o short-precise --no-pager -u amphora-agent -u 'haproxy*' -u 'amphora-*'; echo ==== syslog; grep -h haproxy /var/log/syslog || true")}`,
+      120_000,
+    );
+    writeFileSync(file, logs);
+    return file;
   }
 
   private static memoryOf(info: string): GuestMemory {
