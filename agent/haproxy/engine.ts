@@ -22,6 +22,7 @@ import { acceptConfig } from './acceptance.js';
 import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js';
 import { KeyedLock } from './keyed-lock.js';
 import { statsSocket, type LoadBalancerFiles } from './layout.js';
+import { LoadBalancerStates, type LoadBalancerState } from './load-balancer-state.js';
 import { readConfig, type ConfigInfo } from './config-reader.js';
 import { loadConfig, type LoadReport } from './loader.js';
 import { PendingMembers } from './pending.js';
@@ -29,12 +30,10 @@ import { planMemberLines, type MemberLines, type Plan } from './plan.js';
 import { Planner } from './planner.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
 import { recoverInterruptedReload } from './recovery.js';
-import { RestartBackoff } from './restart-backoff.js';
+import type { RestartBackoff } from './restart-backoff.js';
 import type { UnitState } from './systemd-unit.js';
-import { StoredLoadBalancers } from './stored.js';
 import { runnableConfig } from './runnable.js';
-import { DeferredConfigs } from './deferred-config.js';
-import { EditedConfig } from './edited-config.js';
+import type { EditedConfig } from './edited-config.js';
 import type { RuntimeStep } from './runtime-plan.js';
 import { RuntimeApi } from './runtime.js';
 import { configFiles, changeAtRuntime } from './runtime-change.js';
@@ -114,37 +113,24 @@ export type Supervision = { running: boolean; stopped_by_signal: boolean } & (
 
 export class HaproxyEngine {
   private readonly lock = new KeyedLock();
-  /** The direct supervisor's restart delays (watchdog.ts); kept here so status and metrics read them. */
-  readonly restartBackoff: RestartBackoff;
   private readonly baseDir: string;
+  /** Everything kept in memory per load balancer (load-balancer-state.ts). */
+  private readonly states: LoadBalancerStates;
   private readonly pending: PendingMembers;
   private readonly planner: Planner;
-  private readonly stored: StoredLoadBalancers;
-  /** Per load balancer, the last API 2.0 config found to load as it is (runnableOf). */
-  private readonly asIs = new Map<string, string>();
-  /** Member calls' config files, written after they answered. */
-  private readonly deferred: DeferredConfigs;
-  /**
-   * Per load balancer, the last accepted config as read while haproxy -c
-   * checked it, for the load that follows (1.0's upload, then reload): the
-   * load then reads no config of its own.
-   */
-  private readonly readings = new Map<string, { runnable: string; config: ConfigInfo }>();
-  /** Per load balancer, the bind addresses of the config this process last loaded. */
-  private readonly binds = new Map<string, string[]>();
 
   constructor(private readonly opts: EngineOptions) {
     this.baseDir = resolve(opts.baseDir);
-    this.restartBackoff = new RestartBackoff();
-    this.stored = new StoredLoadBalancers(this.baseDir);
-    this.pending = new PendingMembers((lbId) => this.files(lbId));
-    this.deferred = new DeferredConfigs((lbId) => {
-      this.lock.run(lbId, () => this.writeHeld(lbId))
-        .catch((err: Error) => opts.log.error({ lbId, err: err.message }, 'cannot write the config of member changes; retried at the next apply'));
-    }, opts.memberConfigWriteDelayMs);
+    this.states = new LoadBalancerStates(this.baseDir, {
+      heldConfigDue: (lbId) => {
+        this.lock.run(lbId, () => this.states.get(lbId).writeHeld())
+          .catch((err: Error) => opts.log.error({ lbId, err: err.message }, 'cannot write the config of member changes; retried at the next apply'));
+      },
+      heldConfigDelayMs: opts.memberConfigWriteDelayMs,
+    });
+    this.pending = new PendingMembers(this.states);
     this.planner = new Planner({
-      files: (lbId) => this.files(lbId), acceptedConfig: (lbId) => this.acceptedConfig(lbId),
-      running: async (lbId) => (await this.status(lbId)).running,
+      running: async (state) => (await this.opts.supervisor.status(await state.storedInstance())).running,
       ...(opts.runtimeMemberChanges !== undefined ? { runtimeMemberChanges: opts.runtimeMemberChanges } : {}),
       ...(opts.certDir ? { certDir: opts.certDir } : {}),
     });
@@ -160,23 +146,29 @@ export class HaproxyEngine {
   }
 
   files(lbId: string): LoadBalancerFiles {
-    return this.stored.files(lbId);
+    return this.states.files(lbId);
+  }
+
+  /** The direct supervisor's restart delays for this load balancer (watchdog.ts). */
+  restartBackoff(lbId: string): RestartBackoff {
+    return this.states.get(lbId).restarts;
   }
 
   /** API 1.0 upload: validate, then make it the accepted config. Does not touch the running haproxy. */
   upload(lbId: string, amphoraId: string, text: string): Promise<void> {
-    return this.writing(lbId, async () => {
-      await this.accept(lbId, amphoraId, text, await this.runnable(text));
+    return this.writing(lbId, async (state) => {
+      await this.accept(state, amphoraId, text, await this.runnable(text));
     });
   }
 
   /** What applyChange would do with `config` (a dry run). `forceReload`: as in applyChange. */
   plan(lbId: string, config: NewConfig, forceReload: string | null = null): Promise<Plan> {
     return this.lock.run(lbId, async () => {
-      if (typeof config !== 'string' && forceReload === null && (await this.runsAsIs(lbId, config.base))) return planMemberLines(config.lines);
-      await this.writeHeld(lbId);
+      const state = this.states.get(lbId);
+      if (typeof config !== 'string' && forceReload === null && (await this.runsAsIs(state, config.base))) return planMemberLines(config.lines);
+      await state.writeHeld();
       const text = textOf(config);
-      return (await this.planner.put(lbId, text, await this.runnableOf(lbId, text), forceReload)).plan;
+      return (await this.planner.apply(state, text, await this.runnableOf(state, text), forceReload)).plan;
     });
   }
 
@@ -190,26 +182,26 @@ export class HaproxyEngine {
    * `companions` are written before it answers.
    */
   applyChange(lbId: string, amphoraId: string, config: NewConfig, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
-    return this.writing(lbId, async () => {
+    return this.writing(lbId, async (state) => {
       const companions = opts.companions ?? [];
       // Planned from its lines, a member call reads no file: what earlier calls hold can wait.
-      if (typeof config !== 'string' && opts.forceReload === undefined && (await this.runsAsIs(lbId, config.base))) {
+      if (typeof config !== 'string' && opts.forceReload === undefined && (await this.runsAsIs(state, config.base))) {
         const plan = planMemberLines(config.lines);
-        if (plan.kind === 'runtime') return this.editAtRuntime(lbId, amphoraId, config, plan.steps, companions);
+        if (plan.kind === 'runtime') return this.editAtRuntime(state, amphoraId, config, plan.steps, companions);
         if (plan.kind === 'unchanged') {
           await writeFilesAtomic(companions);
           return { outcome: 'unchanged', steps: [], reloadReason: null, pending: [], load: null };
         }
       }
-      await this.writeHeld(lbId);
+      await state.writeHeld();
       const text = textOf(config);
-      const runnable = await this.runnableOf(lbId, text);
-      const { plan, live } = await this.planner.put(lbId, text, runnable, opts.forceReload ?? null);
+      const runnable = await this.runnableOf(state, text);
+      const { plan, live } = await this.planner.apply(state, text, runnable, opts.forceReload ?? null);
       // A member call planned as a whole (the first after a start) still leaves its files for later.
-      if (typeof config !== 'string' && plan.kind === 'runtime' && runnable === text) return this.editAtRuntime(lbId, amphoraId, config, plan.steps, companions);
-      const report = await this.execute(lbId, plan, { text, runnable, amphoraId, candidate: true, companions, live });
+      if (typeof config !== 'string' && plan.kind === 'runtime' && runnable === text) return this.editAtRuntime(state, amphoraId, config, plan.steps, companions);
+      const report = await this.execute(state, plan, { text, runnable, amphoraId, candidate: true, companions, live });
       // Written now, the config no longer lags the spec (a catch-up after an agent restart ends here).
-      await removeFile(this.files(lbId).configBehind);
+      await removeFile(state.files.configBehind);
       return report;
     }, false);
   }
@@ -219,16 +211,16 @@ export class HaproxyEngine {
    * later (deferred-config.ts), its companions and the marker that says the
    * files are behind now. Refused by haproxy, it reloads instead.
    */
-  private async editAtRuntime(lbId: string, amphoraId: string, edit: MemberEdit, steps: RuntimeStep[], companions: FileContent[]): Promise<ChangeReport> {
-    const files = this.files(lbId);
-    const done = await changeAtRuntime(this.runtimeDeps(lbId), [{ path: files.configBehind, data: '' }, ...companions], steps);
+  private async editAtRuntime(state: LoadBalancerState, amphoraId: string, edit: MemberEdit, steps: RuntimeStep[], companions: FileContent[]): Promise<ChangeReport> {
+    const { files } = state;
+    const done = await changeAtRuntime(this.runtimeDeps(state.lbId), [{ path: files.configBehind, data: '' }, ...companions], steps);
     if (typeof done !== 'string') {
-      this.deferred.hold(lbId, edit.edited, [files.config, files.live], files.configBehind);
+      state.deferred.hold(edit.edited, [files.config, files.live], files.configBehind);
       return { outcome: 'runtime', steps, reloadReason: null, pending: done.pending, load: null };
     }
-    await this.writeHeld(lbId);
+    await state.writeHeld();
     const text = edit.edited.text;
-    const load = await this.reload(lbId, { text, runnable: await this.runnableOf(lbId, text), amphoraId, candidate: true, companions });
+    const load = await this.reload(state, { text, runnable: await this.runnableOf(state, text), amphoraId, candidate: true, companions });
     await removeFile(files.configBehind);
     return { outcome: load.outcome, steps: [], reloadReason: done, pending: [], load };
   }
@@ -240,25 +232,29 @@ export class HaproxyEngine {
    * runtime member changes are on; anything else reloads (plan.ts).
    */
   reloadAccepted(lbId: string): Promise<ChangeReport> {
-    return this.writing(lbId, async () => {
-      const { text, amphoraId } = await this.stored.accepted(lbId);
+    return this.writing(lbId, async (state) => {
+      const { text, amphoraId } = await state.accepted();
       const runnable = await this.runnable(text);
-      const { plan, live } = await this.planner.reload(lbId, text, runnable);
-      return this.execute(lbId, plan, { text, runnable, amphoraId, candidate: false, companions: [], live });
+      const { plan, live } = await this.planner.runAccepted(state, text, runnable);
+      return this.execute(state, plan, { text, runnable, amphoraId, candidate: false, companions: [], live });
     });
   }
 
   /** API 1.0's start: load the accepted config unless haproxy runs (null then). */
   start(lbId: string): Promise<LoadReport | null> {
-    return this.locked(lbId, () => this.loadUnlessRunning(lbId));
+    return this.locked(lbId, async (state) => {
+      const { text, amphoraId } = await state.accepted();
+      const inst = state.instance(amphoraId);
+      if ((await this.opts.supervisor.status(inst)).running) return null;
+      return this.load(state, inst, text, await this.runnable(text));
+    });
   }
 
   stop(lbId: string): Promise<void> {
-    return this.locked(lbId, async () => {
-      await writeFileAtomic(this.files(lbId).stopped, '', 0o600);
-      this.planner.forget(lbId);
-      this.restartBackoff.forget(lbId);
-      await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
+    return this.locked(lbId, async (state) => {
+      await writeFileAtomic(state.files.stopped, '', 0o600);
+      state.stopped();
+      await this.opts.supervisor.stop(await state.storedInstance());
     });
   }
 
@@ -268,16 +264,16 @@ export class HaproxyEngine {
    * only then) allows it.
    */
   restartIfDead(lbId: string, mayRestart: () => boolean = () => true): Promise<Supervised> {
-    return this.locked(lbId, async () => {
+    return this.locked(lbId, async (state) => {
       // Checked under the lock: a delete or stop may just have run.
-      const files = this.files(lbId);
+      const { files } = state;
       if ((await exists(files.stopped)) || !(await exists(files.live)) || !(await exists(files.config))) return 'stopped';
-      const { text, amphoraId } = await this.stored.accepted(lbId);
-      const inst = this.stored.instance(lbId, amphoraId);
+      const { text, amphoraId } = await state.accepted();
+      const inst = state.instance(amphoraId);
       if ((await this.opts.supervisor.status(inst)).running) return 'running';
       if (!mayRestart()) return 'waiting';
       this.opts.log.warn({ lbId }, 'haproxy is not running; starting it again');
-      await this.load(inst, text, await this.runnable(text));
+      await this.load(state, inst, text, await this.runnable(text));
       return 'started';
     });
   }
@@ -289,13 +285,14 @@ export class HaproxyEngine {
 
   /** Who keeps this load balancer's haproxy running, and how that goes (GET /2.0/.../status, metrics). */
   async supervision(lbId: string): Promise<Supervision> {
-    const inst = await this.stored.storedInstance(lbId);
+    const state = this.states.get(lbId);
+    const inst = await state.storedInstance();
     const status = await this.opts.supervisor.status(inst);
     const base = { running: status.running, stopped_by_signal: status.stopped === true };
-    const stoppedOnPurpose = await exists(this.files(lbId).stopped);
+    const stoppedOnPurpose = await exists(state.files.stopped);
     const unit = await this.opts.supervisor.unitState?.(inst);
     if (unit) return { process_manager: 'systemd', ...base, unit };
-    const r = this.restartBackoff.state(lbId, Date.now());
+    const r = state.restarts.state(Date.now());
     return {
       process_manager: 'direct', ...base,
       restart: { state: status.running ? 'running' : stoppedOnPurpose ? 'stopped' : r.state === 'waiting' ? 'waiting' : 'dead', restarts_in_a_row: r.restartsInARow, next_restart_in_s: r.nextRestartInS, last_error: r.lastError },
@@ -304,23 +301,18 @@ export class HaproxyEngine {
 
   /** Stop haproxy and remove everything the agent keeps for this load balancer. */
   delete(lbId: string): Promise<void> {
-    return this.writing(lbId, async () => {
-      const files = this.files(lbId);
-      if (!(await exists(files.dir))) return;
-      this.deferred.drop(lbId);
-      this.planner.forget(lbId);
-      this.asIs.delete(lbId);
-      this.readings.delete(lbId);
-      this.binds.delete(lbId);
-      this.restartBackoff.forget(lbId);
-      await this.opts.supervisor.stop(await this.stored.storedInstance(lbId));
-      await removeTree(files.dir);
-      this.stored.remember(lbId, null);
+    return this.writing(lbId, async (state) => {
+      if (!(await exists(state.files.dir))) return;
+      this.states.delete(lbId);
+      await this.opts.supervisor.stop(await state.storedInstance());
+      await removeTree(state.files.dir);
+      // Again: a reader may have read the config into a new state before it was removed.
+      this.states.delete(lbId);
     });
   }
 
   async status(lbId: string): Promise<HaproxyStatus> {
-    return this.opts.supervisor.status(await this.stored.storedInstance(lbId));
+    return this.opts.supervisor.status(await this.states.get(lbId).storedInstance());
   }
 
   async exists(lbId: string): Promise<boolean> {
@@ -329,7 +321,7 @@ export class HaproxyEngine {
 
   /** Load balancers with an accepted config, sorted by id. */
   loadBalancerIds(): Promise<string[]> {
-    return this.stored.ids();
+    return this.states.ids();
   }
 
   /**
@@ -347,40 +339,38 @@ export class HaproxyEngine {
    * from the accepted config.
    */
   async bindAddresses(lbId: string): Promise<string[]> {
-    return this.binds.get(lbId) ?? readConfig((await this.acceptedConfig(lbId)) ?? '').frontends.flatMap((f) => f.bindAddresses);
+    const state = this.states.get(lbId);
+    return state.binds ?? readConfig((await state.acceptedConfig()) ?? '').frontends.flatMap((f) => f.bindAddresses);
   }
 
   /** The accepted config (held by a member call, or as stored), or null. */
-  async acceptedConfig(lbId: string): Promise<string | null> {
-    return this.deferred.heldConfig(lbId)?.text ?? this.stored.acceptedConfig(lbId);
+  acceptedConfig(lbId: string): Promise<string | null> {
+    return this.states.get(lbId).acceptedConfig();
   }
 
   /** The accepted config for a member call to edit (member-edit.ts): what earlier calls hold, or as stored; null when none. */
-  async memberBase(lbId: string): Promise<EditedConfig | null> {
-    const held = this.deferred.heldConfig(lbId);
-    if (held) return held;
-    const text = await this.stored.acceptedConfig(lbId);
-    return text === null ? null : EditedConfig.of(text);
+  memberBase(lbId: string): Promise<EditedConfig | null> {
+    return this.states.get(lbId).memberBase();
   }
 
   /** Write the config files member calls hold (at shutdown). */
   async writeHeldConfigs(): Promise<void> {
-    for (const lbId of this.deferred.ids()) await this.lock.run(lbId, () => this.writeHeld(lbId));
+    for (const lbId of this.states.where((s) => s.deferred.config !== null)) await this.lock.run(lbId, () => this.states.get(lbId).writeHeld());
   }
 
   /** Load balancers whose config an earlier agent held and never wrote (it was killed): their spec must be applied again. */
   async configsBehind(): Promise<string[]> {
     const behind: string[] = [];
-    for (const lbId of await this.stored.directories()) if (await exists(this.files(lbId).configBehind)) behind.push(lbId);
+    for (const lbId of await this.states.directories()) if (await exists(this.files(lbId).configBehind)) behind.push(lbId);
     return behind;
   }
 
   /** At agent start: finish reloads a crash interrupted (recovery.ts). Returns the load balancers it mended. */
   async recover(): Promise<string[]> {
     const recovered: string[] = [];
-    for (const lbId of await this.stored.directories()) {
-      await this.locked(lbId, async () => {
-        if (await recoverInterruptedReload(await this.stored.storedInstance(lbId), this.opts.supervisor, this.opts.log)) recovered.push(lbId);
+    for (const lbId of await this.states.directories()) {
+      await this.locked(lbId, async (state) => {
+        if (await recoverInterruptedReload(await state.storedInstance(), this.opts.supervisor, this.opts.log)) recovered.push(lbId);
       });
     }
     return recovered;
@@ -388,7 +378,7 @@ export class HaproxyEngine {
 
   /** Make ready the members that wait in maintenance for a passing check (pending.ts). The agent calls this a few times a second. */
   async promotePending(): Promise<void> {
-    for (const lbId of await this.pending.waiting(() => this.loadBalancerIds())) {
+    for (const lbId of await this.pending.waiting()) {
       await this.lock.run(lbId, () => this.pending.promote(lbId, this.runtimeApi(lbId), this.opts.log))
         .catch((err: Error) => this.opts.log.warn({ lbId, err: err.message }, 'cannot promote pending members'));
     }
@@ -400,49 +390,40 @@ export class HaproxyEngine {
    * Under the lock, after writing the config files member calls hold: every
    * operation but a member call's runtime change reads or replaces them.
    */
-  private locked<T>(lbId: string, fn: () => Promise<T>): Promise<T> {
+  private locked<T>(lbId: string, fn: (state: LoadBalancerState) => Promise<T>): Promise<T> {
     return this.lock.run(lbId, async () => {
-      await this.writeHeld(lbId);
-      return fn();
+      const state = this.states.get(lbId);
+      await state.writeHeld();
+      return fn(state);
     });
   }
 
-  /** As locked (`writeHeld` false: `fn` writes them itself); after a failure the accepted config is read from disk again (stored.ts). */
-  private writing<T>(lbId: string, fn: () => Promise<T>, writeHeld = true): Promise<T> {
+  /** As locked (`writeHeld` false: `fn` writes them itself); after a failure the accepted config is read from disk again. */
+  private writing<T>(lbId: string, fn: (state: LoadBalancerState) => Promise<T>, writeHeld = true): Promise<T> {
     return this.lock.run(lbId, async () => {
-      if (writeHeld) await this.writeHeld(lbId);
-      return fn();
-    }).catch((err: unknown) => {
-      this.stored.forget(lbId);
-      throw err;
+      const state = this.states.get(lbId);
+      try {
+        if (writeHeld) await state.writeHeld();
+        return await fn(state);
+      } catch (err) {
+        this.states.peek(lbId)?.invalidate();
+        throw err;
+      }
     });
   }
 
-  /**
-   * Write the config files member calls hold (the caller holds the lock).
-   * haproxy runs what they held, as it is: the text written is now the
-   * accepted, applied and as-is config.
-   */
-  private async writeHeld(lbId: string): Promise<void> {
-    const text = await this.deferred.write(lbId);
-    if (text === null) return;
-    this.stored.remember(lbId, text);
-    this.planner.ran(lbId, text);
-    this.asIs.set(lbId, text);
-  }
-
-  private async execute(lbId: string, plan: Plan, change: Change): Promise<ChangeReport> {
+  private async execute(state: LoadBalancerState, plan: Plan, change: Change): Promise<ChangeReport> {
     if (plan.kind === 'unchanged') {
       await writeFilesAtomic(change.companions);
-      this.planner.ran(lbId, change.text);
+      state.ran(change.text);
       return { outcome: 'unchanged', steps: [], reloadReason: null, pending: [], load: null };
     }
     let reason: string;
     if (plan.kind === 'runtime') {
-      const done = await changeAtRuntime(this.runtimeDeps(lbId), [...configFiles(this.files(lbId), change), ...change.companions], plan.steps);
+      const done = await changeAtRuntime(this.runtimeDeps(state.lbId), [...configFiles(state.files, change), ...change.companions], plan.steps);
       if (typeof done !== 'string') {
-        this.stored.remember(lbId, change.text);
-        this.planner.ran(lbId, change.text);
+        state.remember(change.text);
+        state.ran(change.text);
         return { outcome: 'runtime', steps: plan.steps, reloadReason: null, pending: done.pending, load: null };
       }
       reason = done;
@@ -450,67 +431,55 @@ export class HaproxyEngine {
       reason = plan.reason;
     }
     // Refused part of the way, runtime steps may have changed what the live config holds: it is read again.
-    const load = await this.reload(lbId, plan.kind === 'runtime' ? { ...change, live: undefined } : change);
+    const load = await this.reload(state, plan.kind === 'runtime' ? { ...change, live: undefined } : change);
     return { outcome: load.outcome, steps: [], reloadReason: reason, pending: [], load };
   }
 
   /** Validate and accept a new config (not for the accepted one), then load it; a failed load puts the previously accepted config back. */
-  private async reload(lbId: string, change: Change): Promise<LoadReport> {
-    const files = this.files(lbId);
-    const previous = change.candidate ? await this.acceptedConfig(lbId) : null;
-    if (change.candidate) await this.accept(lbId, change.amphoraId, change.text, change.runnable);
+  private async reload(state: LoadBalancerState, change: Change): Promise<LoadReport> {
+    const previous = change.candidate ? await state.acceptedConfig() : null;
+    if (change.candidate) await this.accept(state, change.amphoraId, change.text, change.runnable);
     try {
-      const report = await this.load(this.stored.instance(lbId, change.amphoraId), change.text, change.runnable, change.live);
+      const report = await this.load(state, state.instance(change.amphoraId), change.text, change.runnable, change.live);
       await writeFilesAtomic(change.companions);
       return report;
     } catch (err) {
       if (change.candidate) {
-        if (previous !== null) await writeFileAtomic(files.config, previous, 0o600);
-        else await removeFile(files.config);
-        this.stored.remember(lbId, previous);
+        if (previous !== null) await writeFileAtomic(state.files.config, previous, 0o600);
+        else await removeFile(state.files.config);
+        state.remember(previous);
       }
       throw err;
     }
   }
 
-  private async loadUnlessRunning(lbId: string): Promise<LoadReport | null> {
-    const { text, amphoraId } = await this.stored.accepted(lbId);
-    const inst = this.stored.instance(lbId, amphoraId);
-    if ((await this.opts.supervisor.status(inst)).running) return null;
-    return this.load(inst, text, await this.runnable(text));
-  }
-
   /** Load `text` (the accepted config; `runnable` its form for this binary; `live`: the live config, when read under this lock). */
-  private async load(inst: HaproxyInstance, text: string, runnable: string, live?: string | null): Promise<LoadReport> {
+  private async load(state: LoadBalancerState, inst: HaproxyInstance, text: string, runnable: string, live?: string | null): Promise<LoadReport> {
     const caps = await this.capabilities();
-    const reading = this.readings.get(inst.lbId);
-    this.readings.delete(inst.lbId);
+    const reading = state.takeReading();
     const report = await loadConfig({
       supervisor: this.opts.supervisor, log: this.opts.log, baseDir: this.baseDir, pending: this.pending,
       initStateAtStartup: caps.initStateAtStartup, protect: this.opts.protectNewMembers !== false,
       ...(this.opts.beforeBind ? { beforeBind: this.opts.beforeBind } : {}),
     }, inst, runnable, reading?.runnable === runnable ? reading.config : readConfig(runnable), live === undefined ? await readTextIfExists(inst.files.live) : live);
-    this.planner.ran(inst.lbId, text);
-    this.binds.set(inst.lbId, report.bindAddresses);
+    state.loaded(text, report.bindAddresses);
     return report;
   }
 
-  private async accept(lbId: string, amphoraId: string, text: string, runnable: string): Promise<void> {
+  private async accept(state: LoadBalancerState, amphoraId: string, text: string, runnable: string): Promise<void> {
     const { haproxyCommand, userGroupFile } = this.opts;
     let config: ConfigInfo | undefined;
-    this.readings.delete(lbId);
-    await acceptConfig({ haproxyCommand, userGroupFile, ownDir: this.baseDir }, this.files(lbId), amphoraId, text, runnable, () => {
+    state.takeReading();
+    await acceptConfig({ haproxyCommand, userGroupFile, ownDir: this.baseDir }, state.files, amphoraId, text, runnable, () => {
       config = readConfig(runnable);
     });
-    if (config) this.readings.set(lbId, { runnable, config });
-    this.stored.remember(lbId, text);
+    state.validated(text, config ? { runnable, config } : null);
   }
 
   /** An API 2.0 config as this binary loads it, remembered when that is the config as it is (runsAsIs). */
-  private async runnableOf(lbId: string, text: string): Promise<string> {
+  private async runnableOf(state: LoadBalancerState, text: string): Promise<string> {
     const runnable = await this.runnable(text);
-    if (runnable === text) this.asIs.set(lbId, text);
-    else this.asIs.delete(lbId);
+    state.asIs = runnable === text ? text : null;
     return runnable;
   }
 
@@ -519,12 +488,12 @@ export class HaproxyEngine {
    * loads as it is too (runnable.ts changes no server line) and is planned
    * from its lines: a member call makes no pass over the whole config.
    */
-  private async runsAsIs(lbId: string, base: EditedConfig): Promise<boolean> {
-    if (this.deferred.heldConfig(lbId) === base) return true;
-    if (!this.planner.runs(lbId, base.text)) return false;
+  private async runsAsIs(state: LoadBalancerState, base: EditedConfig): Promise<boolean> {
+    if (state.deferred.config === base) return true;
+    if (!state.runs(base.text)) return false;
     // Scanned once per config (the first member call after a start or a whole PUT).
-    if (this.asIs.get(lbId) !== base.text) await this.runnableOf(lbId, base.text);
-    return this.asIs.get(lbId) === base.text;
+    if (state.asIs !== base.text) await this.runnableOf(state, base.text);
+    return state.asIs === base.text;
   }
 
   /** The config as this haproxy binary can load it (runnable.ts); the accepted text stays as uploaded. */
