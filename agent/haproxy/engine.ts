@@ -1,9 +1,12 @@
 // The apply engine: the one path by which a load balancer's haproxy changes.
-// Every caller (API 1.0 upload, reload and start, API 2.0 spec, the direct
-// supervisor's watchdog) goes through it, under one lock per load balancer,
-// so validation, new-member protection, state carry-over and rollback exist
-// once. A change is planned first (plan.ts) and the plan is executed by one
-// pipeline:
+// Its verbs: accept a config (API 1.0's upload), run the accepted config
+// (API 1.0's reload; start), apply a config text (API 2.0's spec) or a member
+// edit of the accepted one (API 2.0's member calls), and restart a dead
+// haproxy (the direct supervisor's watchdog). Each runs under one lock per
+// load balancer, so validation, new-member protection, state carry-over and
+// rollback exist once; what it keeps in memory per load balancer is one
+// state (load-balancer-state.ts). A change is planned first (plan.ts) and
+// the plan is executed by one pipeline:
 //
 //   unchanged: nothing (companion files written)
 //   runtime:   stage files -> runtime commands -> commit files   (runtime-change.ts)
@@ -27,7 +30,7 @@ import { readConfig, type ConfigInfo } from './config-reader.js';
 import { loadConfig, type LoadReport } from './loader.js';
 import { PendingMembers } from './pending.js';
 import { planMemberLines, type MemberLines, type Plan } from './plan.js';
-import { Planner } from './planner.js';
+import { Planner, type Planned } from './planner.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
 import { recoverInterruptedReload } from './recovery.js';
 import type { RestartBackoff } from './restart-backoff.js';
@@ -70,11 +73,6 @@ export interface MemberEdit {
   edited: EditedConfig;
   lines: MemberLines[];
 }
-
-/** The config an API 2.0 request brings: a whole text, or a member call's edit of the accepted one. */
-export type NewConfig = string | MemberEdit;
-
-const textOf = (config: NewConfig) => (typeof config === 'string' ? config : config.edited.text);
 
 /** What applying a config did. */
 export interface ChangeReport {
@@ -154,89 +152,74 @@ export class HaproxyEngine {
     return this.states.get(lbId).restarts;
   }
 
-  /** API 1.0 upload: validate, then make it the accepted config. Does not touch the running haproxy. */
-  upload(lbId: string, amphoraId: string, text: string): Promise<void> {
-    return this.writing(lbId, async (state) => {
-      await this.accept(state, amphoraId, text, await this.runnable(text));
-    });
+  /** Validate `text`, then make it the accepted config (API 1.0's upload). Does not touch the running haproxy. */
+  accept(lbId: string, amphoraId: string, text: string): Promise<void> {
+    return this.writing(lbId, async (state) => this.validateAndAccept(state, amphoraId, text, await this.runnable(text)));
   }
 
-  /** What applyChange would do with `config` (a dry run). `forceReload`: as in applyChange. */
-  plan(lbId: string, config: NewConfig, forceReload: string | null = null): Promise<Plan> {
-    return this.lock.run(lbId, async () => {
-      const state = this.states.get(lbId);
-      if (typeof config !== 'string' && forceReload === null && (await this.runsAsIs(state, config.base))) return planMemberLines(config.lines);
-      await state.writeHeld();
-      const text = textOf(config);
-      return (await this.planner.apply(state, text, await this.runnableOf(state, text), forceReload)).plan;
+  /**
+   * Make the accepted config run (API 1.0's reload). Members added,
+   * re-weighted or put in or out of maintenance go through the runtime API
+   * when nothing else changed, no certificate changed since the last load and
+   * runtime member changes are on; anything else reloads (plan.ts).
+   */
+  runAccepted(lbId: string): Promise<ChangeReport> {
+    return this.writing(lbId, async (state) => {
+      const { text, amphoraId } = await state.accepted();
+      const runnable = await this.runnable(text);
+      const { plan, live } = await this.planner.runAccepted(state, text, runnable);
+      return this.execute(state, plan, { text, runnable, amphoraId, candidate: false, companions: [], live });
     });
   }
 
   /**
-   * API 2.0: make `config` the running config, by the plan for it: through
-   * the runtime API when only members changed (the files follow), a
-   * validated load otherwise or when `forceReload` gives a reason (changed
-   * certificate files). A member edit is planned from its lines when haproxy
-   * runs its base, and its config files are written after it answered
-   * (deferred-config.ts), so its cost does not grow with the load balancer.
-   * `companions` are written before it answers.
+   * Make `text` the accepted and running config (API 2.0), by the plan for
+   * it: through the runtime API when only members changed (the files follow),
+   * a validated load otherwise or when `forceReload` gives a reason (changed
+   * certificate files). `companions` are written before it answers.
    */
-  applyChange(lbId: string, amphoraId: string, config: NewConfig, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
+  apply(lbId: string, amphoraId: string, text: string, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
+    return this.writing(lbId, async (state) => this.executeNew(state, amphoraId, text, await this.planned(state, text, opts.forceReload ?? null), opts.companions ?? []));
+  }
+
+  /**
+   * apply for a member call's edit of the accepted config. Planned from its
+   * lines when haproxy runs its base, and its config files are written after
+   * it answered (deferred-config.ts), so its cost does not grow with the
+   * load balancer.
+   */
+  applyMemberEdit(lbId: string, amphoraId: string, edit: MemberEdit, companions: FileContent[] = []): Promise<ChangeReport> {
     return this.writing(lbId, async (state) => {
-      const companions = opts.companions ?? [];
       // Planned from its lines, a member call reads no file: what earlier calls hold can wait.
-      if (typeof config !== 'string' && opts.forceReload === undefined && (await this.runsAsIs(state, config.base))) {
-        const plan = planMemberLines(config.lines);
-        if (plan.kind === 'runtime') return this.editAtRuntime(state, amphoraId, config, plan.steps, companions);
+      if (await this.runsAsIs(state, edit.base)) {
+        const plan = planMemberLines(edit.lines);
+        if (plan.kind === 'runtime') return this.editAtRuntime(state, amphoraId, edit, plan.steps, companions);
         if (plan.kind === 'unchanged') {
           await writeFilesAtomic(companions);
           return { outcome: 'unchanged', steps: [], reloadReason: null, pending: [], load: null };
         }
       }
       await state.writeHeld();
-      const text = textOf(config);
-      const runnable = await this.runnableOf(state, text);
-      const { plan, live } = await this.planner.apply(state, text, runnable, opts.forceReload ?? null);
-      // A member call planned as a whole (the first after a start) still leaves its files for later.
-      if (typeof config !== 'string' && plan.kind === 'runtime' && runnable === text) return this.editAtRuntime(state, amphoraId, config, plan.steps, companions);
-      const report = await this.execute(state, plan, { text, runnable, amphoraId, candidate: true, companions, live });
-      // Written now, the config no longer lags the spec (a catch-up after an agent restart ends here).
-      await removeFile(state.files.configBehind);
-      return report;
+      const text = edit.edited.text;
+      const planned = await this.planned(state, text, null);
+      // Planned as a whole (the first member call after a start), it still leaves its files for later.
+      if (planned.plan.kind === 'runtime' && planned.runnable === text) return this.editAtRuntime(state, amphoraId, edit, planned.plan.steps, companions);
+      return this.executeNew(state, amphoraId, text, planned, companions);
     }, false);
   }
 
-  /**
-   * A member call through the runtime API; its config files are written
-   * later (deferred-config.ts), its companions and the marker that says the
-   * files are behind now. Refused by haproxy, it reloads instead.
-   */
-  private async editAtRuntime(state: LoadBalancerState, amphoraId: string, edit: MemberEdit, steps: RuntimeStep[], companions: FileContent[]): Promise<ChangeReport> {
-    const { files } = state;
-    const done = await changeAtRuntime(this.runtimeDeps(state.lbId), [{ path: files.configBehind, data: '' }, ...companions], steps);
-    if (typeof done !== 'string') {
-      state.deferred.hold(edit.edited, [files.config, files.live], files.configBehind);
-      return { outcome: 'runtime', steps, reloadReason: null, pending: done.pending, load: null };
-    }
-    await state.writeHeld();
-    const text = edit.edited.text;
-    const load = await this.reload(state, { text, runnable: await this.runnableOf(state, text), amphoraId, candidate: true, companions });
-    await removeFile(files.configBehind);
-    return { outcome: load.outcome, steps: [], reloadReason: done, pending: [], load };
+  /** What apply would do with `text` (a dry run). */
+  plan(lbId: string, text: string, forceReload: string | null = null): Promise<Plan> {
+    return this.locked(lbId, async (state) => (await this.planned(state, text, forceReload)).plan);
   }
 
-  /**
-   * API 1.0's reload: make the accepted (uploaded) config run. Members added,
-   * re-weighted or put in or out of maintenance go through the runtime API
-   * when nothing else changed, no certificate changed since the last load and
-   * runtime member changes are on; anything else reloads (plan.ts).
-   */
-  reloadAccepted(lbId: string): Promise<ChangeReport> {
-    return this.writing(lbId, async (state) => {
-      const { text, amphoraId } = await state.accepted();
-      const runnable = await this.runnable(text);
-      const { plan, live } = await this.planner.runAccepted(state, text, runnable);
-      return this.execute(state, plan, { text, runnable, amphoraId, candidate: false, companions: [], live });
+  /** What applyMemberEdit would do with `edit` (a dry run). */
+  planMemberEdit(lbId: string, edit: MemberEdit): Promise<Plan> {
+    return this.lock.run(lbId, async () => {
+      const state = this.states.get(lbId);
+      if (await this.runsAsIs(state, edit.base)) return planMemberLines(edit.lines);
+      await state.writeHeld();
+      return (await this.planned(state, edit.edited.text, null)).plan;
     });
   }
 
@@ -412,6 +395,38 @@ export class HaproxyEngine {
     });
   }
 
+  /**
+   * A member call through the runtime API; its config files are written
+   * later (deferred-config.ts), its companions and the marker that says the
+   * files are behind now. Refused by haproxy, it reloads instead.
+   */
+  private async editAtRuntime(state: LoadBalancerState, amphoraId: string, edit: MemberEdit, steps: RuntimeStep[], companions: FileContent[]): Promise<ChangeReport> {
+    const { files } = state;
+    const done = await changeAtRuntime(this.runtimeDeps(state.lbId), [{ path: files.configBehind, data: '' }, ...companions], steps);
+    if (typeof done !== 'string') {
+      state.deferred.hold(edit.edited, [files.config, files.live], files.configBehind);
+      return { outcome: 'runtime', steps, reloadReason: null, pending: done.pending, load: null };
+    }
+    await state.writeHeld();
+    const text = edit.edited.text;
+    const load = await this.reload(state, { text, runnable: await this.runnableOf(state, text), amphoraId, candidate: true, companions });
+    await removeFile(files.configBehind);
+    return { outcome: load.outcome, steps: [], reloadReason: done, pending: [], load };
+  }
+
+  /** The plan for making `text` run, and its runnable form (the caller wrote the held config). */
+  private async planned(state: LoadBalancerState, text: string, forceReload: string | null): Promise<Planned & { runnable: string }> {
+    const runnable = await this.runnableOf(state, text);
+    return { ...(await this.planner.apply(state, text, runnable, forceReload)), runnable };
+  }
+
+  /** Execute a new config's plan. Written now, the config no longer lags the spec (a catch-up after an agent restart ends here). */
+  private async executeNew(state: LoadBalancerState, amphoraId: string, text: string, { plan, live, runnable }: Planned & { runnable: string }, companions: FileContent[]): Promise<ChangeReport> {
+    const report = await this.execute(state, plan, { text, runnable, amphoraId, candidate: true, companions, live });
+    await removeFile(state.files.configBehind);
+    return report;
+  }
+
   private async execute(state: LoadBalancerState, plan: Plan, change: Change): Promise<ChangeReport> {
     if (plan.kind === 'unchanged') {
       await writeFilesAtomic(change.companions);
@@ -438,7 +453,7 @@ export class HaproxyEngine {
   /** Validate and accept a new config (not for the accepted one), then load it; a failed load puts the previously accepted config back. */
   private async reload(state: LoadBalancerState, change: Change): Promise<LoadReport> {
     const previous = change.candidate ? await state.acceptedConfig() : null;
-    if (change.candidate) await this.accept(state, change.amphoraId, change.text, change.runnable);
+    if (change.candidate) await this.validateAndAccept(state, change.amphoraId, change.text, change.runnable);
     try {
       const report = await this.load(state, state.instance(change.amphoraId), change.text, change.runnable, change.live);
       await writeFilesAtomic(change.companions);
@@ -466,7 +481,7 @@ export class HaproxyEngine {
     return report;
   }
 
-  private async accept(state: LoadBalancerState, amphoraId: string, text: string, runnable: string): Promise<void> {
+  private async validateAndAccept(state: LoadBalancerState, amphoraId: string, text: string, runnable: string): Promise<void> {
     const { haproxyCommand, userGroupFile } = this.opts;
     let config: ConfigInfo | undefined;
     state.takeReading();
