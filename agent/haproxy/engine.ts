@@ -33,7 +33,7 @@ import { planMemberLines, type MemberLines, type Plan } from './plan.js';
 import { Planner, type Planned } from './planner.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
 import { recoverInterruptedReload } from './recovery.js';
-import type { RestartBackoff } from './restart-backoff.js';
+import type { RestartBackoff, RestartState } from './restart-backoff.js';
 import type { UnitState } from './systemd-unit.js';
 import { runnableConfig } from './runnable.js';
 import type { EditedConfig } from './edited-config.js';
@@ -103,10 +103,10 @@ interface Change {
 /** What the watchdog's check found: haproxy runs, was stopped on purpose, was started again, or is dead and waits for its restart. */
 export type Supervised = 'running' | 'stopped' | 'started' | 'waiting';
 
-/** GET /2.0/loadbalancers/<id>/status's `haproxy`: systemd's unit state, or the direct supervisor's restarts. */
-export type Supervision = { running: boolean; stopped_by_signal: boolean } & (
-  | { process_manager: 'systemd'; unit: UnitState }
-  | { process_manager: 'direct'; restart: { state: 'running' | 'stopped' | 'waiting' | 'dead'; restarts_in_a_row: number; next_restart_in_s: number; last_error: string | null } }
+/** Who keeps a load balancer's haproxy running, and how that goes: systemd's unit state, or the direct supervisor's restarts. */
+export type Supervision = { running: boolean; stoppedBySignal: boolean } & (
+  | { processManager: 'systemd'; unit: UnitState }
+  | { processManager: 'direct'; stoppedOnPurpose: boolean; restarts: RestartState }
 );
 
 export class HaproxyEngine {
@@ -266,20 +266,16 @@ export class HaproxyEngine {
     return Promise.all((await this.loadBalancerIds()).map(async (lbId) => ({ lbId, supervision: await this.supervision(lbId) })));
   }
 
-  /** Who keeps this load balancer's haproxy running, and how that goes (GET /2.0/.../status, metrics). */
+  /** Who keeps this load balancer's haproxy running, and how that goes (API 2.0's status, metrics). */
   async supervision(lbId: string): Promise<Supervision> {
     const state = this.states.get(lbId);
     const inst = await state.storedInstance();
     const status = await this.opts.supervisor.status(inst);
-    const base = { running: status.running, stopped_by_signal: status.stopped === true };
+    const base = { running: status.running, stoppedBySignal: status.stopped === true };
     const stoppedOnPurpose = await exists(state.files.stopped);
     const unit = await this.opts.supervisor.unitState?.(inst);
-    if (unit) return { process_manager: 'systemd', ...base, unit };
-    const r = state.restarts.state(Date.now());
-    return {
-      process_manager: 'direct', ...base,
-      restart: { state: status.running ? 'running' : stoppedOnPurpose ? 'stopped' : r.state === 'waiting' ? 'waiting' : 'dead', restarts_in_a_row: r.restartsInARow, next_restart_in_s: r.nextRestartInS, last_error: r.lastError },
-    };
+    if (unit) return { processManager: 'systemd', ...base, unit };
+    return { processManager: 'direct', ...base, stoppedOnPurpose, restarts: state.restarts.state(Date.now()) };
   }
 
   /** Stop haproxy and remove everything the agent keeps for this load balancer. */

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
-import type { ChangeReport, HaproxyEngine, MemberEdit, Supervision } from '../haproxy/engine.js';
+import type { ChangeReport, HaproxyEngine, MemberEdit } from '../haproxy/engine.js';
 import { KeyedLock } from '../haproxy/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
 import type { AmphoraFacts, RenderedLoadBalancer, RenderTarget } from '../render/settings.js';
@@ -33,7 +33,7 @@ import {
   type JournaledSpec, type MemberChange, type SpecFiles, type StoredSpec,
 } from './spec-store.js';
 import { editMember, sameMember } from './member-edit.js';
-import { loadBalancerStatus, type LoadBalancerStatus } from './status.js';
+import { loadBalancerStatus, supervisionStatus, type LoadBalancerStatus, type SupervisionStatus } from './status.js';
 import { AgentError } from '../errors.js';
 
 export class PreconditionFailedError extends AgentError {
@@ -387,7 +387,7 @@ export class LoadBalancerService {
     });
   }
 
-  async status(lbId: string): Promise<(LoadBalancerStatus & { haproxy: Supervision }) | null> {
+  async status(lbId: string): Promise<(LoadBalancerStatus & { haproxy: SupervisionStatus }) | null> {
     const stored = this.specs.get(lbId)?.stored ?? (await this.lock.run(lbId, () => this.stored(lbId))); // no wait behind a drain
     if (!stored) return null;
     // Asked together: a haproxy that does not answer costs one socket timeout, not two.
@@ -397,7 +397,7 @@ export class LoadBalancerService {
     for (const id of lvsListeners(stored.spec)) {
       lvs[id] = await lvsStatus(base, id, (await readTextIfExists(lvsInstance(base, id).config)) ?? '');
     }
-    return { ...loadBalancerStatus(stored.spec, rows, lvs), haproxy };
+    return { ...loadBalancerStatus(stored.spec, rows, lvs), haproxy: supervisionStatus(haproxy) };
   }
 
   putCertificate(lbId: string, name: string, pem: Buffer): Promise<void> {
