@@ -12,7 +12,7 @@
 // state.
 import { readdir } from 'node:fs/promises';
 import { exists, readTextIfExists } from '../system/files.js';
-import type { ConfigInfo } from './config-reader.js';
+import { readConfig, type ConfigInfo } from './config-reader.js';
 import { DeferredConfig } from './deferred-config.js';
 import { EditedConfig } from './edited-config.js';
 import { LoadBalancerNotFoundError } from './errors.js';
@@ -41,7 +41,7 @@ export class LoadBalancerState {
   /** Taken by the next load (API 1.0's upload, then reload). */
   private reading: Reading | null = null;
   /** The bind addresses of the config this process last loaded; null when it loaded none. */
-  binds: string[] | null = null;
+  private binds: string[] | null = null;
   /** The last API 2.0 config found to load as it is (no runnable.ts rewrite); null when none. */
   asIs: string | null = null;
   /** Members wait for their first passing check (pending.ts keeps them in pending-ready.json). */
@@ -118,6 +118,15 @@ export class LoadBalancerState {
   async storedConfig(): Promise<string | null> {
     if (this.stored === undefined) this.stored = await readTextIfExists(this.files.config);
     return this.stored;
+  }
+
+  /**
+   * The addresses haproxy binds: those of the config this process last
+   * loaded (a member change binds nothing new), else read from the accepted
+   * config.
+   */
+  async bindAddresses(): Promise<string[]> {
+    return this.binds ?? readConfig((await this.acceptedConfig()) ?? '').frontends.flatMap((f) => f.bindAddresses);
   }
 
   /** The accepted config (held by a member call, or as stored), or null. */

@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
-import type { ChangeReport, HaproxyEngine, MemberEdit } from '../haproxy/engine.js';
+import type { HaproxyEngine } from '../haproxy/engine.js';
+import type { ChangeReport, MemberEdit } from '../haproxy/pipeline.js';
 import { KeyedLock } from '../haproxy/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
 import type { AmphoraFacts, RenderedLoadBalancer, RenderTarget } from '../render/settings.js';

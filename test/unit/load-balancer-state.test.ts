@@ -50,7 +50,7 @@ test('invalidate: after a failed write the accepted config is read again, and no
     state.invalidate();
     assert.is(await state.storedConfig(), 'on disk');
     assert.ok(state.runs('running'));
-    assert.equal(state.binds, ['192.0.2.10']);
+    assert.equal(await state.bindAddresses(), ['192.0.2.10']);
     assert.is(state.asIs, 'running');
   } finally {
     done();
@@ -69,7 +69,7 @@ test('stopped: what haproxy ran and its restart troubles are forgotten, the acce
     assert.not.ok(state.runs('accepted'));
     assert.equal(state.restarts.state(0), { state: 'running', restartsInARow: 0, nextRestartInS: 0, lastError: null });
     assert.is(await state.storedConfig(), 'accepted');
-    assert.equal(state.binds, ['192.0.2.10'], 'a start binds the same addresses');
+    assert.equal(await state.bindAddresses(), ['192.0.2.10'], 'a start binds the same addresses');
   } finally {
     done();
   }
@@ -96,7 +96,7 @@ test('delete: a new state knows nothing, a held config is never written, other l
     assert.is.not(fresh, state);
     assert.is(await fresh.acceptedConfig(), 'on disk', 'read from disk: no held config, no remembered text');
     assert.not.ok(fresh.runs('accepted'));
-    assert.is(fresh.binds, null);
+    assert.equal(await fresh.bindAddresses(), [], 'read from the accepted config');
     assert.is(fresh.asIs, null);
     assert.not.ok(fresh.pending);
     assert.is(fresh.takeReading(), null);
