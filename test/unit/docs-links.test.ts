@@ -92,7 +92,7 @@ test('every relative link points to a file of the repository, and to a heading t
   assert.equal(broken, []);
 });
 
-test('the documents link each other: at least one link each, README to every document in docs/', () => {
+test('the README maps every document in docs/ and the OpenAPI document', () => {
   const readme = links('README.md').map((l) => l.target.split('#')[0]);
   const docs = DOCUMENTS.filter((d) => d.startsWith('docs/'));
   assert.equal(docs.filter((d) => !readme.includes(d)), [], 'docs/ files the README does not map');
@@ -140,6 +140,12 @@ test('every command names an npm script, a built file or a script that exists', 
   }
   assert.equal(problems, []);
   assert.ok(commands >= 10, `only ${commands} commands found: the patterns no longer match the documents`);
+});
+
+test('the quick start keeps its marked blocks: the README for terminals 1, 2 and 3, the walkthrough after it (integration/quickstart runs them)', () => {
+  const terminals = (doc: string) => [...read(doc).matchAll(/<!-- quickstart: terminal (\d) -->\s*```sh\n/g)].map((m) => Number(m[1]));
+  assert.equal([...new Set(terminals('README.md'))], [1, 2, 3]);
+  assert.ok(terminals('docs/walkthrough.md').length > 0 && terminals('docs/walkthrough.md').every((t) => t === 3));
 });
 
 test('the checks themselves: a path out of the repository, a missing file and a missing heading are caught', () => {
