@@ -30,7 +30,7 @@ async function contextOptions(files: TlsFiles): Promise<SecureContextOptions> {
   return { cert: pem, key: pem, ca, minVersion: files.minVersion };
 }
 
-/** The API's connection limits (docs/specs.md, "Limits"). */
+/** The API's connection limits (docs/operations.md, "Limits of the API"). */
 export const API_LIMITS = {
   /** TCP connect to the end of the TLS handshake (node's default is 120 s). */
   handshakeTimeoutMs: 10_000,

@@ -122,7 +122,7 @@ export async function serve(args: string[]): Promise<void> {
     // systemd restarts a dead haproxy (Restart=always); without it, the agent does.
     // A haproxy that cannot be started again gives up the VIP at once (ACTIVE_STANDBY).
     const basePath = config.haproxyAmphora.basePath;
-    // Dead haproxies: the first restart at once, then with growing delays (docs/amphora.md, "Supervision").
+    // Dead haproxies: the first restart at once, then with growing delays (docs/operations.md, "Supervision").
     repeatAfter(2000, () => restartDead(engine, log, (lbId, running) => markHaproxy(basePath, lbId, running),
       (lbId, outcome) => metrics.haproxyRestart(lbId, outcome)));
   }

@@ -28,51 +28,48 @@ interface Held {
   marker: string;
 }
 
-export class DeferredConfigs {
-  private readonly held = new Map<string, Held>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+/** One load balancer's held config (load-balancer-state.ts keeps one per load balancer). */
+export class DeferredConfig {
+  private held: Held | null = null;
+  private timer: NodeJS.Timeout | null = null;
 
-  /** `due` is called when a load balancer's files should be written (it takes the lock and calls write). */
-  constructor(private readonly due: (lbId: string) => void, private readonly delayMs = DELAY_MS) {}
+  /** `due` is called when the files should be written (it takes the load balancer's lock and calls write). */
+  constructor(private readonly due: () => void, private readonly delayMs = DELAY_MS) {}
 
   /** Hold `config` for `paths` (replacing what was held) until the next write; the marker is already on disk. */
-  hold(lbId: string, config: EditedConfig, paths: string[], marker: string): void {
-    this.held.set(lbId, { config, paths, marker });
-    if (!this.timers.has(lbId)) {
-      this.timers.set(lbId, setTimeout(() => {
-        this.timers.delete(lbId);
-        this.due(lbId);
-      }, this.delayMs).unref());
-    }
+  hold(config: EditedConfig, paths: string[], marker: string): void {
+    this.held = { config, paths, marker };
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      this.due();
+    }, this.delayMs).unref();
   }
 
-  /** The accepted config held for `lbId`, newer than the one on disk; null when none is held. */
-  heldConfig(lbId: string): EditedConfig | null {
-    return this.held.get(lbId)?.config ?? null;
+  /** The accepted config held, newer than the one on disk; null when none is held. */
+  get config(): EditedConfig | null {
+    return this.held?.config ?? null;
   }
 
   /** Write what is held (the caller holds the load balancer's lock): the text written, null when none was held. Kept held if the write fails. */
-  async write(lbId: string): Promise<string | null> {
-    const held = this.held.get(lbId);
+  async write(): Promise<string | null> {
+    const held = this.held;
     if (!held) return null;
-    clearTimeout(this.timers.get(lbId));
-    this.timers.delete(lbId);
+    this.stopTimer();
     const { text } = held.config;
     await writeFileAtomic(held.paths, text, 0o600);
-    this.held.delete(lbId);
+    this.held = null;
     await removeFile(held.marker);
     return text;
   }
 
   /** Forget what is held (the load balancer is being deleted). */
-  drop(lbId: string): void {
-    clearTimeout(this.timers.get(lbId));
-    this.timers.delete(lbId);
-    this.held.delete(lbId);
+  drop(): void {
+    this.stopTimer();
+    this.held = null;
   }
 
-  /** Load balancers with files held. */
-  ids(): string[] {
-    return [...this.held.keys()];
+  private stopTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
   }
 }

@@ -1,25 +1,26 @@
 // Members added or put back in service at runtime that wait in maintenance,
 // with checks running, for their first passing check (admission.ts: the
 // agent makes them ready). Kept per load balancer in pending-ready.json, so
-// an agent restart goes on waiting; the set of load balancers with such
-// members is kept in memory, read once from disk.
+// an agent restart goes on waiting; which load balancers have such members
+// is kept in their states (load-balancer-state.ts), read once from disk.
 import type { Logger } from '../log.js';
 import { exists, readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
 import { withAdmissionReported } from './admission.js';
-import { memberKey, type LoadBalancerFiles } from './layout.js';
+import { memberKey } from './layout.js';
+import type { LoadBalancerStates } from './load-balancer-state.js';
 import type { PendingMember, RuntimeApi, RuntimeResult } from './runtime.js';
 import type { StatRow } from './stats.js';
 
 const keyOf = (p: { backend: string; server: string }) => memberKey(p.backend, p.server);
 
 export class PendingMembers {
-  /** Load balancers with pending members; null until read from disk. */
-  private lbs: Set<string> | null = null;
+  /** The states' `pending` were read from disk (the first time after an agent start). */
+  private read = false;
 
-  constructor(private readonly filesOf: (lbId: string) => LoadBalancerFiles) {}
+  constructor(private readonly states: LoadBalancerStates) {}
 
   async of(lbId: string): Promise<PendingMember[]> {
-    const text = await readTextIfExists(this.filesOf(lbId).pendingReady);
+    const text = await readTextIfExists(this.states.files(lbId).pendingReady);
     return text ? (JSON.parse(text) as PendingMember[]) : [];
   }
 
@@ -29,13 +30,13 @@ export class PendingMembers {
   }
 
   async set(lbId: string, pending: PendingMember[]): Promise<void> {
-    const file = this.filesOf(lbId).pendingReady;
+    const file = this.states.files(lbId).pendingReady;
     if (pending.length === 0) {
       await removeFile(file);
-      this.lbs?.delete(lbId);
+      this.states.get(lbId).pending = false;
     } else {
       await writeFileAtomic(file, JSON.stringify(pending), 0o600);
-      this.lbs?.add(lbId);
+      this.states.get(lbId).pending = true;
     }
   }
 
@@ -47,20 +48,20 @@ export class PendingMembers {
   }
 
   /** Load balancers that have pending members (read from disk the first time: an agent restart). */
-  async waiting(loadBalancerIds: () => Promise<string[]>): Promise<string[]> {
-    if (this.lbs === null) {
-      const found = new Set<string>();
-      for (const lbId of await loadBalancerIds()) if (await exists(this.filesOf(lbId).pendingReady)) found.add(lbId);
-      this.lbs = found;
+  async waiting(): Promise<string[]> {
+    if (!this.read) {
+      for (const lbId of await this.states.ids()) if (await exists(this.states.files(lbId).pendingReady)) this.states.get(lbId).pending = true;
+      this.read = true;
     }
-    return [...this.lbs];
+    return this.states.where((s) => s.pending);
   }
 
   /** Make ready those whose check passed; the caller holds the load balancer's lock. */
   async promote(lbId: string, runtime: RuntimeApi, log: Logger): Promise<void> {
     const pending = await this.of(lbId);
     if (pending.length === 0) {
-      this.lbs?.delete(lbId); // deleted or reloaded meanwhile
+      const state = this.states.peek(lbId);
+      if (state) state.pending = false; // reloaded meanwhile (deleted: no state left)
       return;
     }
     const waiting = await runtime.promote(pending);

@@ -13,11 +13,12 @@ export type Plan =
 
 export interface PlanFacts {
   /**
-   * `put`: make a new config run (API 2.0). `reload`: run the accepted config
-   * again (API 1.0's reload), which always does something, as in Octavia:
-   * removed members reload too, so their sessions finish on the old worker.
+   * `apply`: make a config run (engine.apply; API 2.0). `runAccepted`: run
+   * the accepted config again (API 1.0's reload), which always does
+   * something, as in Octavia: removed members reload too, so their sessions
+   * finish on the old worker.
    */
-  request: 'put' | 'reload';
+  verb: 'apply' | 'runAccepted';
   /** A reload the caller knows is needed before members are compared (certificates changed, runtime changes off). */
   forcedReload: string | null;
   /** What haproxy loaded last (the live config), null when it never loaded this load balancer. */
@@ -37,7 +38,7 @@ export function planApply(f: PlanFacts): Plan {
   if (f.live === null) return reloadPlan('haproxy has not loaded this load balancer');
   const { steps, reloadReason } = planRuntime(f.live, f.runnable);
   if (reloadReason !== null) return reloadPlan(reloadReason);
-  if (f.request === 'reload') {
+  if (f.verb === 'runAccepted') {
     if (steps.length === 0) return reloadPlan('nothing changed that the runtime API could apply');
     if (steps.some((s) => s.kind === 'remove')) return reloadPlan('members removed');
     return { kind: 'runtime', steps };

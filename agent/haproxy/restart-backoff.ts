@@ -51,8 +51,10 @@ interface Entry {
   lastError: string | null;
 }
 
+/** One load balancer's restart delays (load-balancer-state.ts keeps one per load balancer). */
 export class RestartBackoff {
-  private readonly records = new Map<string, Entry>();
+  /** Null: not in trouble, or its troubles are forgotten. */
+  private record: Entry | null = null;
 
   constructor(readonly policy: RestartPolicy = DEFAULT_RESTART_POLICY) {}
 
@@ -62,34 +64,33 @@ export class RestartBackoff {
     return Math.min(this.policy.firstDelayMs * 2 ** (n - 1), this.policy.maxDelayMs);
   }
 
-  /** haproxy of `lbId` is dead and not stopped on purpose: may it be started now? */
-  dead(lbId: string, now: number): DeadVerdict {
-    let r = this.records.get(lbId);
+  /** haproxy is dead and not stopped on purpose: may it be started now? */
+  dead(now: number): DeadVerdict {
+    let r = this.record;
     let newlyDead = false;
     if (!r?.dead) {
       newlyDead = true;
       const stable = !r || r.startedAt === null || now - r.startedAt >= this.policy.stableAfterMs;
       r = { restartsInARow: stable ? 0 : r!.restartsInARow, startedAt: r?.startedAt ?? null, dead: true, nextAttemptAt: 0, lastError: null };
       r.nextAttemptAt = now + this.delayAfter(r.restartsInARow);
-      this.records.set(lbId, r);
+      this.record = r;
     }
     return { restart: now >= r.nextAttemptAt, newlyDead, restartsInARow: r.restartsInARow, nextAttemptAt: r.nextAttemptAt };
   }
 
   /** The restart worked. */
-  started(lbId: string, now: number): void {
-    const r = this.records.get(lbId);
-    this.records.set(lbId, { restartsInARow: (r?.restartsInARow ?? 0) + 1, startedAt: now, dead: false, nextAttemptAt: 0, lastError: null });
+  started(now: number): void {
+    this.record = { restartsInARow: (this.record?.restartsInARow ?? 0) + 1, startedAt: now, dead: false, nextAttemptAt: 0, lastError: null };
   }
 
   /** The restart failed: the next one waits. Returns when it is due. */
-  failed(lbId: string, now: number, error: string): number {
-    const r = this.records.get(lbId) ?? { restartsInARow: 0, startedAt: null, dead: true, nextAttemptAt: 0, lastError: null };
+  failed(now: number, error: string): number {
+    const r = this.record ?? { restartsInARow: 0, startedAt: null, dead: true, nextAttemptAt: 0, lastError: null };
     r.restartsInARow++;
     r.dead = true;
     r.lastError = error;
     r.nextAttemptAt = now + this.delayAfter(r.restartsInARow);
-    this.records.set(lbId, r);
+    this.record = r;
     return r.nextAttemptAt;
   }
 
@@ -98,22 +99,22 @@ export class RestartBackoff {
    * start or reload), or it has stayed up long enough: its troubles are
    * forgotten. True when they were.
    */
-  fine(lbId: string, now: number): boolean {
-    const r = this.records.get(lbId);
+  fine(now: number): boolean {
+    const r = this.record;
     if (!r) return false;
     if (r.dead || r.startedAt === null || now - r.startedAt >= this.policy.stableAfterMs) {
-      this.records.delete(lbId);
+      this.record = null;
       return true;
     }
     return false;
   }
 
-  forget(lbId: string): void {
-    this.records.delete(lbId);
+  forget(): void {
+    this.record = null;
   }
 
-  state(lbId: string, now: number): RestartState {
-    const r = this.records.get(lbId);
+  state(now: number): RestartState {
+    const r = this.record;
     if (!r) return { state: 'running', restartsInARow: 0, nextRestartInS: 0, lastError: null };
     return {
       state: r.dead ? 'waiting' : 'running',

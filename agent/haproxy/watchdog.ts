@@ -25,14 +25,14 @@ const seconds = (ms: number) => Math.round(ms / 1000);
  * one per pass.
  */
 export async function restartDead(engine: HaproxyEngine, log: Logger, outcome?: RestartOutcome, count?: RestartCounter): Promise<string[]> {
-  const backoff = engine.restartBackoff;
   const restarted: string[] = [];
   for (const lbId of await engine.loadBalancerIds()) {
+    const backoff = engine.restartBackoff(lbId);
     let running: boolean;
     try {
       const found = await engine.restartIfDead(lbId, () => {
         const now = Date.now();
-        const v = backoff.dead(lbId, now);
+        const v = backoff.dead(now);
         if (v.newlyDead && !v.restart) {
           log.warn({ lbId, restartsInARow: v.restartsInARow, nextRestartInS: seconds(v.nextAttemptAt - now) },
             `haproxy died again within ${seconds(backoff.policy.stableAfterMs)} s of its restart; next restart in ${seconds(v.nextAttemptAt - now)} s`);
@@ -40,17 +40,17 @@ export async function restartDead(engine: HaproxyEngine, log: Logger, outcome?: 
         return v.restart;
       });
       if (found === 'running' || found === 'stopped') {
-        if (backoff.fine(lbId, Date.now()) && found === 'running') log.info({ lbId }, 'haproxy runs; its restart delays are reset');
+        if (backoff.fine(Date.now()) && found === 'running') log.info({ lbId }, 'haproxy runs; its restart delays are reset');
         continue;
       }
       if (found === 'waiting') continue;
-      backoff.started(lbId, Date.now());
+      backoff.started(Date.now());
       count?.(lbId, 'started');
       restarted.push(lbId);
       running = true;
     } catch (err) {
       const now = Date.now();
-      const next = backoff.failed(lbId, now, (err as Error).message);
+      const next = backoff.failed(now, (err as Error).message);
       count?.(lbId, 'failed');
       log.error({ lbId, err: (err as Error).message, nextRestartInS: seconds(next - now) }, `restarting haproxy failed; next attempt in ${seconds(next - now)} s`);
       running = false;

@@ -5,7 +5,7 @@
 // unit test holds the two together), at a cost that does not grow with the
 // load balancer. Pure.
 import type { EditedConfig } from '../haproxy/edited-config.js';
-import type { MemberEdit } from '../haproxy/engine.js';
+import type { MemberEdit } from '../haproxy/pipeline.js';
 import type { MemberLines } from '../haproxy/plan.js';
 import type { MemberSpec } from '../spec/types.js';
 

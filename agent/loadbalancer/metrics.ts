@@ -2,7 +2,7 @@
 // does the exposition format and histogram buckets, which are easy to get
 // subtly wrong by hand.
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Supervision } from '../haproxy/engine.js';
+import type { Supervision } from '../haproxy/supervision.js';
 import { lazyRequire } from '../lazy-require.js';
 import { isReload, type RecordedOutcome } from '../outcome.js';
 
@@ -113,10 +113,10 @@ export class ApplyMetrics {
     for (const { lbId, supervision: s } of all) {
       const lb = { lb_id: lbId };
       m.up.set(lb, s.running ? 1 : 0);
-      m.stoppedBySignal.set(lb, s.stopped_by_signal ? 1 : 0);
-      if (s.process_manager === 'direct') {
-        m.restartsInARow.set(lb, s.restart.restarts_in_a_row);
-        m.restartWait.set(lb, s.restart.next_restart_in_s);
+      m.stoppedBySignal.set(lb, s.stoppedBySignal ? 1 : 0);
+      if (s.processManager === 'direct') {
+        m.restartsInARow.set(lb, s.restarts.restartsInARow);
+        m.restartWait.set(lb, s.restarts.nextRestartInS);
       } else {
         m.unitFailed.set(lb, s.unit.failed ? 1 : 0);
         m.unitRestarts.set(lb, s.unit.restarts);

@@ -7,8 +7,8 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
-import type { ChangeReport, HaproxyEngine, Supervision } from '../haproxy/engine.js';
-import type { MemberEdit } from '../haproxy/engine.js';
+import type { HaproxyEngine } from '../haproxy/engine.js';
+import type { ChangeReport, MemberEdit } from '../haproxy/pipeline.js';
 import { KeyedLock } from '../haproxy/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
 import type { AmphoraFacts, RenderedLoadBalancer, RenderTarget } from '../render/settings.js';
@@ -34,7 +34,7 @@ import {
   type JournaledSpec, type MemberChange, type SpecFiles, type StoredSpec,
 } from './spec-store.js';
 import { editMember, sameMember } from './member-edit.js';
-import { loadBalancerStatus, type LoadBalancerStatus } from './status.js';
+import { loadBalancerStatus, supervisionStatus, type LoadBalancerStatus, type SupervisionStatus } from './status.js';
 import { AgentError } from '../errors.js';
 
 export class PreconditionFailedError extends AgentError {
@@ -192,7 +192,7 @@ export class LoadBalancerService {
       if (edit === null) return this.putSpec(lbId, spec, current, opts, started);
       const changes = describeMemberChange(poolId, was ?? null, member);
       if (opts.dryRun) {
-        const plan = await this.deps.engine.plan(lbId, edit);
+        const plan = await this.deps.engine.planMemberEdit(lbId, edit);
         return { ...this.planned(plan, []), result: 'dry_run', created: false, etag: next.etag, changes, config: edit.edited.text, pending: [] };
       }
       const change: MemberChange = { pool: poolId, member: memberId, ...(member ? { spec: member } : {}), etag: next.etag };
@@ -203,7 +203,7 @@ export class LoadBalancerService {
       const companions = next.etag === current.stored.etag ? []
         : after.changes === 0 ? this.specFileContents(lbId, next) : [{ path: this.specFiles(lbId).journal, data: after.journal }];
       const { out } = await recordedApply(this.deps, '2.0', lbId, async () => {
-        const report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), edit, { companions });
+        const report = await this.deps.engine.applyMemberEdit(lbId, this.amphoraId(lbId), edit, companions);
         this.specs.set(lbId, after);
         const out: PutResult & { result: ApplyOutcome } = {
           result: report.outcome, created: false, etag: next.etag, changes, ...this.reported(report, report.reloadReason, []),
@@ -288,7 +288,7 @@ export class LoadBalancerService {
     if (config !== null) {
       for (const f of p.rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
       const forceReload = this.forcedReload(p);
-      report = await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), config, {
+      report = await this.deps.engine.apply(lbId, this.amphoraId(lbId), config, {
         companions: hasLvs || !specChanged ? [] : specFiles, ...(forceReload ? { forceReload } : {}),
       });
     } else if (await this.deps.engine.exists(lbId)) {
@@ -357,7 +357,7 @@ export class LoadBalancerService {
         if (current === null) return;
         const rendered = renderLoadBalancer(current.stored.spec, this.deps.config.current.render, await this.renderTarget());
         if (rendered.haproxyConfig === null) return;
-        await this.deps.engine.applyChange(lbId, this.amphoraId(lbId), rendered.haproxyConfig);
+        await this.deps.engine.apply(lbId, this.amphoraId(lbId), rendered.haproxyConfig);
         caughtUp.push(lbId);
       });
     }
@@ -388,7 +388,7 @@ export class LoadBalancerService {
     });
   }
 
-  async status(lbId: string): Promise<(LoadBalancerStatus & { haproxy: Supervision }) | null> {
+  async status(lbId: string): Promise<(LoadBalancerStatus & { haproxy: SupervisionStatus }) | null> {
     const stored = this.specs.get(lbId)?.stored ?? (await this.lock.run(lbId, () => this.stored(lbId))); // no wait behind a drain
     if (!stored) return null;
     // Asked together: a haproxy that does not answer costs one socket timeout, not two.
@@ -398,7 +398,7 @@ export class LoadBalancerService {
     for (const id of lvsListeners(stored.spec)) {
       lvs[id] = await lvsStatus(base, id, (await readTextIfExists(lvsInstance(base, id).config)) ?? '');
     }
-    return { ...loadBalancerStatus(stored.spec, rows, lvs), haproxy };
+    return { ...loadBalancerStatus(stored.spec, rows, lvs), haproxy: supervisionStatus(haproxy) };
   }
 
   putCertificate(lbId: string, name: string, pem: Buffer): Promise<void> {

@@ -1,7 +1,10 @@
 // Operating status of a load balancer's listeners, pools and members, read
 // from haproxy the way the heartbeat reads it and mapped to Octavia's
-// operating statuses the way the health manager maps heartbeat values. Pure.
+// operating statuses the way the health manager maps heartbeat values, and
+// haproxy's supervision as GET /2.0/loadbalancers/<id>/status shows it. Pure.
 import { AWAITING_CHECK } from '../haproxy/admission.js';
+import type { Supervision } from '../haproxy/supervision.js';
+import type { UnitState } from '../haproxy/systemd-unit.js';
 import { buildHeartbeat, poolStatuses } from '../health/message.js';
 import type { StatRow } from '../haproxy/stats.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
@@ -52,4 +55,20 @@ export function loadBalancerStatus(spec: LoadBalancerSpec, rows: StatRow[], lvs:
     });
   }
   return out;
+}
+
+/** The status's `haproxy`: systemd's unit state, or the direct supervisor's restarts. */
+export type SupervisionStatus = { running: boolean; stopped_by_signal: boolean } & (
+  | { process_manager: 'systemd'; unit: UnitState }
+  | { process_manager: 'direct'; restart: { state: 'running' | 'stopped' | 'waiting' | 'dead'; restarts_in_a_row: number; next_restart_in_s: number; last_error: string | null } }
+);
+
+export function supervisionStatus(s: Supervision): SupervisionStatus {
+  const base = { running: s.running, stopped_by_signal: s.stoppedBySignal };
+  if (s.processManager === 'systemd') return { process_manager: 'systemd', ...base, unit: s.unit };
+  const r = s.restarts;
+  return {
+    process_manager: 'direct', ...base,
+    restart: { state: s.running ? 'running' : s.stoppedOnPurpose ? 'stopped' : r.state === 'waiting' ? 'waiting' : 'dead', restarts_in_a_row: r.restartsInARow, next_restart_in_s: r.nextRestartInS, last_error: r.lastError },
+  };
 }

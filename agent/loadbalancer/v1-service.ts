@@ -84,7 +84,7 @@ export class V1Service {
         throw new PolicyRefusedError(violations);
       }
     }
-    return this.deps.engine.upload(lbId, amphoraId, text);
+    return this.deps.engine.accept(lbId, amphoraId, text);
   }
 
   /** Which object an id names: a load balancer's haproxy, an LVS listener, or nothing. */
@@ -108,7 +108,7 @@ export class V1Service {
   async applyHaproxy(lbId: string, action: 'start' | 'reload'): Promise<ApplyOutcome> {
     const { outcome } = await recordedApply(this.deps, '1.0', lbId, async () => {
       const outcome: ApplyOutcome = action === 'reload'
-        ? (await this.deps.engine.reloadAccepted(lbId)).outcome
+        ? (await this.deps.engine.runAccepted(lbId)).outcome
         : (await this.deps.engine.start(lbId))?.outcome ?? 'unchanged';
       return { outcome, announce: outcome === 'runtime' ? null : true };
     });

@@ -27,7 +27,7 @@ export function testEngine(h: HaproxyUnderTest, baseDir: string, netns: string |
  * one pipeline with a forced reload.
  */
 export async function applyConfig(engine: HaproxyEngine, lbId: string, amphoraId: string, text: string): Promise<LoadReport> {
-  return (await engine.applyChange(lbId, amphoraId, text, { forceReload: 'every test apply loads' })).load!;
+  return (await engine.apply(lbId, amphoraId, text, { forceReload: 'every test apply loads' })).load!;
 }
 
 /** The servers haproxy runs now, from its own `show servers state`. */

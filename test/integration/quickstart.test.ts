@@ -1,11 +1,12 @@
-// The README's quick start and walkthrough, run as they are written, on what a
-// fresh clone has (the repository's files, without node_modules, dist or
-// .amphora-dev): every ```sh block marked `<!-- quickstart: terminal N -->`
-// runs in that "terminal", terminal 1 (`npm ci && sudo npm start`) and 2 (the
-// members) as long-running processes, terminal 3 as one shell session, and
-// each command's output is compared with the `# ` lines under it: durations
-// and check counts aside, in any order (round robin may start at either
-// member; requests in flight finish together).
+// The README's quick start and its walkthrough (docs/walkthrough.md, which
+// goes on in the same terminals), run as they are written, on what a fresh
+// clone has (the repository's files, without node_modules, dist or
+// .amphora-dev): every ```sh block marked `<!-- quickstart: terminal N -->`,
+// the README's first, runs in that "terminal", terminal 1 (`npm ci && sudo
+// npm start`) and 2 (the members) as long-running processes, terminal 3 as
+// one shell session, and each command's output is compared with the `# `
+// lines under it: durations and check counts aside, in any order (round
+// robin may start at either member; requests in flight finish together).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -26,7 +27,7 @@ const devVipRoutes = () => execFileSync('ip', ['route', 'show', 'table', 'local'
 interface Step { command: string; expected: string[] }
 interface Block { terminal: number; steps: Step[] }
 
-function readmeBlocks(readme: string): Block[] {
+function markedBlocks(readme: string): Block[] {
   const blocks: Block[] = [];
   for (const m of readme.matchAll(/<!-- quickstart: terminal (\d) -->\s*```sh\n([\s\S]*?)```/g)) {
     const steps: Step[] = [];
@@ -53,15 +54,16 @@ const env = {
   // The packages are in npm's cache from this checkout's own `npm ci`.
   npm_config_prefer_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false',
 };
-// The README says `sudo`; the tests run as root, where sudo may not be installed.
+// The documents say `sudo`; the tests run as root, where sudo may not be installed.
 const SUDO = 'sudo() { "$@"; }\n';
 
-const blocks = readmeBlocks(readFileSync(join(REPO, 'README.md'), 'utf8'));
+/** The README's quick start, then the walkthrough that continues it. */
+const blocks = ['README.md', 'docs/walkthrough.md'].flatMap((doc) => markedBlocks(readFileSync(join(REPO, doc), 'utf8')));
 const byTerminal = (n: number) => blocks.filter((b) => b.terminal === n).flatMap((b) => b.steps);
 let clone = '';
 let routesBefore: string[] = [];
 const terminals: { name: string; child: ChildProcess; output: string }[] = [];
-/** Terminal 3: each step's output and exit status, in README order. */
+/** Terminal 3: each step's output and exit status, in document order. */
 let results: { step: Step; output: string[]; status: number }[] = [];
 
 function terminal(name: string, script: string): (typeof terminals)[number] {
@@ -143,7 +145,7 @@ test('terminal 3: the walkthrough runs as written (API 2.0, then API 1.0 with Oc
   for (const r of failed) {
     console.log(`\n$ ${r.step.command}\n  exit ${r.status}\n  expected:\n    ${r.step.expected.join('\n    ')}\n  got:\n    ${r.output.join('\n    ')}`);
   }
-  assert.equal(failed.map((r) => r.step.command), [], 'commands whose output differs from the README');
+  assert.equal(failed.map((r) => r.step.command), [], 'commands whose output differs from the README or docs/walkthrough.md');
   assert.is(results.length, steps.length);
 });
 

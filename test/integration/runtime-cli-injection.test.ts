@@ -68,7 +68,7 @@ HAPROXIES.forEach((h, i) => {
       .replace(/(server m2 \S+ .*)$/m, `$1 ${INJECTED}`);
     assert.ok(text.includes(INJECTED));
 
-    const report = await engine.applyChange(lbId, 'amp', text);
+    const report = await engine.apply(lbId, 'amp', text);
     assert.is.not(report.outcome, 'runtime', 'the change went through the runtime API');
     assert.match(report.reloadReason ?? '', /would not reach haproxy's CLI as one word/);
 
@@ -87,7 +87,7 @@ HAPROXIES.forEach((h, i) => {
 
     // The same keyword with a plain host name still goes through the runtime API, without a reload.
     const plain = `${text}\n`.replace(/(server m2 .*)\n/, `$1\n    server m3 ${net.hostIp}:${M3(i)} weight 1 check inter 1s fall 2 rise 2 check-sni m3.example\n`);
-    const added = await engine.applyChange(lbId, 'amp', plain);
+    const added = await engine.apply(lbId, 'amp', plain);
     assert.is(added.outcome, 'runtime', added.reloadReason ?? '');
     assert.equal(added.pending, ['pool-1:listener-1/m3'], 'm3 waits for its first passing check');
     // The agent's ready watcher promotes a pending member once its checks passed; here the test does.

@@ -16,7 +16,7 @@ const reweighted = cfg(['m1 10.0.0.1:80 weight 7 check', 'm2 10.0.0.2:80 weight 
 const retimed = cfg(['m1 10.0.0.1:80 weight 1 check', 'm2 10.0.0.2:80 weight 1 check'], '    timeout client 5s');
 
 const facts = (f: Partial<PlanFacts>): PlanFacts => ({
-  request: 'put', forcedReload: null, live, runnable: live, accepted: false, running: null, ...f,
+  verb: 'apply', forcedReload: null, live, runnable: live, accepted: false, running: null, ...f,
 });
 const kindAndWhy = (f: Partial<PlanFacts>) => {
   const p = planApply(facts(f));
@@ -40,7 +40,7 @@ test('a PUT whose config text differs only outside what haproxy compares is a ru
 });
 
 test('API 1.0 reload: always does something; removals and no-change reload, as in Octavia', () => {
-  const reload = (f: Partial<PlanFacts>) => kindAndWhy({ request: 'reload', accepted: true, ...f });
+  const reload = (f: Partial<PlanFacts>) => kindAndWhy({ verb: 'runAccepted', accepted: true, ...f });
   assert.is(reload({ runnable: added }), 'runtime: add b/m3');
   assert.is(reload({ runnable: reweighted }), 'runtime: weight b/m1');
   assert.is(reload({ runnable: live }), 'reload: nothing changed that the runtime API could apply');

@@ -2,9 +2,10 @@
 // way the health manager maps heartbeat values.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadBalancerStatus } from '../../agent/loadbalancer/status.js';
+import { loadBalancerStatus, supervisionStatus } from '../../agent/loadbalancer/status.js';
 import { parseShowStat } from '../../agent/haproxy/stats.js';
 import { withAdmissionReported } from '../../agent/haproxy/admission.js';
+import type { RestartState } from '../../agent/haproxy/restart-backoff.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 
 const spec = validateSpec({
@@ -50,6 +51,20 @@ test('a listener haproxy does not report is OFFLINE', () => {
   const s = loadBalancerStatus(spec, [], {});
   assert.equal(s.listeners[0], { id: 'l', haproxy_status: 'absent', operating_status: 'OFFLINE' });
   assert.equal(s.pools, []);
+});
+
+test('haproxy\'s supervision: running, stopped on purpose, dead or waiting, as the status JSON words it', () => {
+  const direct = (running: boolean, stoppedOnPurpose: boolean, restarts: RestartState = { state: 'running', restartsInARow: 0, nextRestartInS: 0, lastError: null }) => {
+    const s = supervisionStatus({ processManager: 'direct', running, stoppedBySignal: false, stoppedOnPurpose, restarts });
+    return s.process_manager === 'direct' ? s.restart : null;
+  };
+  assert.equal(direct(true, false), { state: 'running', restarts_in_a_row: 0, next_restart_in_s: 0, last_error: null });
+  assert.is(direct(false, true)?.state, 'stopped');
+  assert.is(direct(false, false)?.state, 'dead');
+  assert.equal(direct(false, false, { state: 'waiting', restartsInARow: 2, nextRestartInS: 7, lastError: 'cannot bind' }),
+    { state: 'waiting', restarts_in_a_row: 2, next_restart_in_s: 7, last_error: 'cannot bind' });
+  const unit = { name: 'haproxy-lb.service', load_state: 'loaded', active_state: 'failed', sub_state: 'failed', result: 'start-limit-hit', restarts: 5, failed: true };
+  assert.equal(supervisionStatus({ processManager: 'systemd', running: false, stoppedBySignal: true, unit }), { process_manager: 'systemd', running: false, stopped_by_signal: true, unit });
 });
 
 test.run();
