@@ -9,6 +9,7 @@ import { OCTAVIAS, octaviaPython, type OctaviaUnderTest } from './haproxies.js';
 const SCRIPT = fileURLToPath(new URL('../../../test/interop/heartbeat_receiver.py', import.meta.url));
 
 export interface Received {
+  /** When the datagram arrived, by the receiver's clock: this process may read the line much later (a synchronous ssh in a VM test). */
   at: number;
   ok: boolean;
   message?: { id: string; seq: number; ver: number; listeners: Record<string, { status: string; stats: Record<string, number> }>; pools: Record<string, { status: string; members: Record<string, string> }> };
@@ -24,9 +25,9 @@ export class HeartbeatReceiver {
     this.child = spawn(...octaviaPython(release, SCRIPT, [String(port), key]));
     this.child.stderr.resume();
     createInterface({ input: this.child.stdout }).on('line', (line) => {
-      const d = JSON.parse(line) as { ready?: boolean } & Omit<Received, 'at'>;
+      const d = JSON.parse(line) as { ready?: boolean } & Received;
       if (d.ready) this.ready = true;
-      else this.received.push({ ...d, at: Date.now() });
+      else this.received.push(d);
     });
   }
 
