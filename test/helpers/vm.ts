@@ -297,7 +297,7 @@ export class GuestShell {
   /** run's output, without blocking the caller's event loop (members and clients served from it keep going); throws unless it exits 0. */
   output(command: string, timeoutMs = 60_000): Promise<string> {
     return new Promise((resolve, reject) => {
-      execFile('ssh', this.sshArgs(command), { encoding: 'utf8', timeout: timeoutMs }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+      execFile('ssh', this.sshArgs(command), { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 256 * 2 ** 20 }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
     });
   }
 
