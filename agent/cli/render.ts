@@ -12,7 +12,7 @@ import { renderLoadBalancer } from '../render/render.js';
 import { validateSpec, SpecError } from '../spec/validate.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
 import { initStateAtStartupByVersion } from '../haproxy/admission.js';
-import { haproxyCapabilities } from '../haproxy/capabilities.js';
+import { haproxyCapabilities } from '../haproxy/process/capabilities.js';
 import { peerName } from '../haproxy/layout.js';
 import { certificateFiles } from '../loadbalancer/spec-store.js';
 import { run } from '../system/exec.js';

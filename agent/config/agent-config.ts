@@ -54,7 +54,7 @@ export interface AgentConfig {
     protectNewMembers: boolean;
     /** Added: seconds a member removed through API 2.0 may keep its sessions before they are closed. */
     memberDrainTimeout: number;
-    /** Milliseconds an API 2.0 member call's config files wait to be written (haproxy/deferred-config.ts). */
+    /** Milliseconds an API 2.0 member call's config files wait to be written (haproxy/apply/deferred-config.ts). */
     memberConfigWriteDelayMs: number;
     /** Added: API 1.0 reloads that only add or change members use haproxy's runtime API instead. */
     runtimeMemberChanges: boolean;
@@ -62,7 +62,7 @@ export interface AgentConfig {
     configPolicy: boolean;
     /**
      * Added: a file of additions to the config policy's allow-list, for custom Octavia
-     * templates (format: agent/haproxy/policy/haproxy-allowed-extension.ts); null: none.
+     * templates (format: agent/haproxy/config/policy/haproxy-allowed-extension.ts); null: none.
      */
     configPolicyExtension: string | null;
   };

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import type { AgentConfig } from '../config/agent-config.js';
 import { certificateDir as certificateDirOf } from '../config/layout.js';
 import { AgentError } from '../errors.js';
-import { crtListPathProblems, parseCrtList } from '../haproxy/policy/crt-list.js';
-import { readPem } from '../haproxy/policy/pem.js';
+import { crtListPathProblems, parseCrtList } from '../haproxy/config/policy/crt-list.js';
+import { readPem } from '../haproxy/config/policy/pem.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
 
 /** An uploaded certificate file that is neither PEM nor an allowed crt-list; nothing was written. */

@@ -7,9 +7,9 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
-import type { HaproxyEngine } from '../haproxy/engine.js';
-import type { ChangeReport, MemberEdit } from '../haproxy/pipeline.js';
-import { KeyedLock } from '../haproxy/keyed-lock.js';
+import type { HaproxyEngine } from '../haproxy/apply/engine.js';
+import type { ChangeReport, MemberEdit } from '../haproxy/apply/pipeline.js';
+import { KeyedLock } from '../haproxy/apply/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
 import type { AmphoraFacts, RenderedLoadBalancer, RenderTarget } from '../render/settings.js';
 import { poolsById, withMember } from '../spec/pools.js';
@@ -26,8 +26,8 @@ import { LVS_PROTOCOLS } from '../spec/types.js';
 import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
 import { isReload, type ApplyOutcome, type ApplyPlan, type PutResultWord } from '../outcome.js';
-import { stepName, type Plan } from '../haproxy/plan.js';
-import type { RuntimeStep } from '../haproxy/runtime-plan.js';
+import { stepName, type Plan } from '../haproxy/apply/plan.js';
+import type { RuntimeStep } from '../haproxy/apply/runtime-plan.js';
 import { recordedApply } from './recorded-apply.js';
 import {
   certificateFiles, JOURNAL_LIMIT, journalLine, readStoredSpec, removeStoredSpec, specEtag, storedSpecText,
@@ -346,7 +346,7 @@ export class LoadBalancerService {
 
   /**
    * At agent start: the load balancers whose config a killed agent held back
-   * after member calls (haproxy/deferred-config.ts) get their stored spec
+   * after member calls (haproxy/apply/deferred-config.ts) get their stored spec
    * applied again, as a whole-spec PUT of it would. Returns them.
    */
   async catchUp(): Promise<string[]> {

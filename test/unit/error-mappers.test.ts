@@ -9,7 +9,7 @@ import { ConfigError } from '../../agent/config/agent-config.js';
 import { ConfigNotStoredError } from '../../agent/config/store.js';
 import { AgentError } from '../../agent/errors.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from '../../agent/haproxy/errors.js';
-import { MasterCliError } from '../../agent/haproxy/master-cli.js';
+import { MasterCliError } from '../../agent/haproxy/process/master-cli.js';
 import { KeepalivedFailedError } from '../../agent/keepalived/process.js';
 import { MissingCertificateError, ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from '../../agent/loadbalancer/service.js';
 import { InterfaceError } from '../../agent/net/amphora-interface.js';
@@ -18,7 +18,7 @@ import { MasqueradeError } from '../../agent/net/masquerade.js';
 import { NftablesError } from '../../agent/net/nftables.js';
 import { InterfaceExistsError, InterfaceNotFoundError } from '../../agent/net/plug.js';
 import { SpecError } from '../../agent/spec/validate.js';
-import { PolicyRefusedError } from '../../agent/haproxy/policy/types.js';
+import { PolicyRefusedError } from '../../agent/haproxy/config/policy/types.js';
 import { StorageFullError } from '../../agent/system/files.js';
 
 const haproxyFailed = new HaproxyFailedError('reload', 'x\n[ALERT] a\n[ALERT] b');

@@ -12,7 +12,7 @@
 //
 // A value is a slot (`<int>`, `<time>`, `<text>`...) or `{a|b}`.
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../../config/agent-config.js';
+import { ConfigError } from '../../../config/agent-config.js';
 import type { AllowList } from './haproxy-allowed.js';
 import { SLOT_NAMES } from './haproxy-config.js';
 

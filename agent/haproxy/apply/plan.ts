@@ -2,8 +2,8 @@
 // and kept as a value: nothing, runtime commands, or a (re)load and why. An
 // API 2.0 dry run returns it as it is and the engine's pipeline executes it,
 // so the two cannot disagree. Pure: the engine gathers the facts.
-import type { ApplyPlan } from '../outcome.js';
-import { memberKey } from './layout.js';
+import type { ApplyPlan } from '../../outcome.js';
+import { memberKey } from '../layout.js';
 import { planRuntime, type RuntimeStep } from './runtime-plan.js';
 
 export type Plan =

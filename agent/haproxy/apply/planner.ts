@@ -1,7 +1,7 @@
 // The facts plan.ts decides on, gathered for one load balancer: the live
 // config, whether the accepted one is the new text, whether haproxy runs,
 // and whether certificates changed since the last load.
-import { modifiedAt, newestModification, readTextIfExists } from '../system/files.js';
+import { modifiedAt, newestModification, readTextIfExists } from '../../system/files.js';
 import type { LoadBalancerState } from './load-balancer-state.js';
 import { planApply, type Plan, type PlanFacts } from './plan.js';
 

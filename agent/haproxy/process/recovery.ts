@@ -7,8 +7,8 @@
 // known (a master may read the file after any grace period; seen in CI on
 // 2.6 and 3.2), so the agent makes the answer true instead of guessing it.
 // A late reload from the dead agent then loads the same file.
-import type { Logger } from '../log.js';
-import { readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
+import type { Logger } from '../../log.js';
+import { readTextIfExists, removeFile, writeFileAtomic } from '../../system/files.js';
 import { readApplied, writeApplied } from './applied.js';
 import { interruptedReloadOutcome, LOAD_TIMEOUT_MS, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
 

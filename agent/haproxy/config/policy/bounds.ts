@@ -21,7 +21,7 @@
 //    0.2 MB), stick-table size (100m entries: +0.1 MB), tune.bufsize (16 MB:
 //    +0.4 MB); they cap what traffic may use later.
 import { tokenizeLine } from '../config-reader.js';
-import type { AmphoraFacts } from '../../render/settings.js';
+import type { AmphoraFacts } from '../../../render/settings.js';
 import type { PolicyContext, PolicyViolation } from './types.js';
 
 /** kB a TLS session takes in tune.ssl.cachesize (measured on all four haproxy series). */

@@ -1,7 +1,7 @@
 // Client for haproxy's master CLI (the -S socket of master-worker mode). One
 // short-lived connection per command, always closed: the master serves at most
 // 100 connections and a reload closes them all anyway.
-import { AgentError } from '../errors.js';
+import { AgentError } from '../../errors.js';
 import { socketCommand } from './unix-socket.js';
 
 export class MasterCliError extends AgentError {

@@ -3,16 +3,16 @@
 // development default) and systemd units (the production image). Either way a
 // reload is verified on the master CLI: it succeeded only when a new worker
 // answers; otherwise the old workers keep serving and the caller gets an error.
-import { HaproxyFailedError } from './errors.js';
+import { HaproxyFailedError } from '../errors.js';
 import type { UnitState } from './systemd-unit.js';
-import type { LoadBalancerFiles } from './layout.js';
+import type { LoadBalancerFiles } from '../layout.js';
 import {
   currentWorker, masterCommand, parseShowProc, type ProcessTable,
 } from './master-cli.js';
-import { isProcessAlive, isProcessStopped, readPidFile, terminateProcess } from '../system/proc.js';
-import { launchDaemon } from '../system/exec.js';
+import { isProcessAlive, isProcessStopped, readPidFile, terminateProcess } from '../../system/proc.js';
+import { launchDaemon } from '../../system/exec.js';
 import { haproxyEnvironment } from './environment.js';
-import { ensureNetns } from '../system/netns.js';
+import { ensureNetns } from '../../system/netns.js';
 
 export interface HaproxyInstance {
   lbId: string;

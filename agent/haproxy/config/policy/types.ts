@@ -1,8 +1,8 @@
 // The vocabulary shared by the agent's config policies: what a judged config
 // is checked against (the load balancer's directories, the amphora's facts)
 // and what a refusal says (the line, the directive, the reason).
-import { AgentError } from '../../errors.js';
-import type { AmphoraFacts } from '../../render/settings.js';
+import { AgentError } from '../../../errors.js';
+import type { AmphoraFacts } from '../../../render/settings.js';
 import type { AllowList } from './haproxy-allowed.js';
 
 export interface PolicyContext {

@@ -2,10 +2,10 @@
 // load balancer (the name Octavia uses). Start, reload and stop go through
 // systemctl so systemd tracks the service; success is verified on the master CLI.
 import { join } from 'node:path';
-import { renderTemplate } from '../templates.js';
-import { run } from '../system/exec.js';
-import { readTextIfExists, writeFileAtomic } from '../system/files.js';
-import { HaproxyFailedError } from './errors.js';
+import { renderTemplate } from '../../templates.js';
+import { run } from '../../system/exec.js';
+import { readTextIfExists, writeFileAtomic } from '../../system/files.js';
+import { HaproxyFailedError } from '../errors.js';
 import { parseUnitState, UNIT_PROPERTIES, type UnitState } from './systemd-unit.js';
 import {
   readStatus, waitForFirstWorker, waitForReload,

@@ -13,24 +13,24 @@
 // step learns (what haproxy runs, what it binds) goes into the load
 // balancer's state (load-balancer-state.ts).
 import { join } from 'node:path';
-import type { Logger } from '../log.js';
-import type { ApplyOutcome } from '../outcome.js';
-import { readTextIfExists, removeFile, writeFileAtomic, writeFilesAtomic, type FileContent } from '../system/files.js';
+import type { Logger } from '../../log.js';
+import type { ApplyOutcome } from '../../outcome.js';
+import { readTextIfExists, removeFile, writeFileAtomic, writeFilesAtomic, type FileContent } from '../../system/files.js';
 import { acceptConfig } from './acceptance.js';
-import { haproxyCapabilities, type HaproxyCapabilities } from './capabilities.js';
-import { readConfig, type ConfigInfo } from './config-reader.js';
-import type { EditedConfig } from './edited-config.js';
-import type { LoadBalancerFiles } from './layout.js';
+import { haproxyCapabilities, type HaproxyCapabilities } from '../process/capabilities.js';
+import { readConfig, type ConfigInfo } from '../config/config-reader.js';
+import type { EditedConfig } from '../config/edited-config.js';
+import type { LoadBalancerFiles } from '../layout.js';
 import type { LoadBalancerState } from './load-balancer-state.js';
 import { loadConfig, type LoadReport } from './loader.js';
 import type { PendingMembers } from './pending.js';
 import { planMemberLines, type MemberLines, type Plan } from './plan.js';
 import { Planner, type Planned } from './planner.js';
-import type { HaproxyInstance, HaproxySupervisor } from './process.js';
-import { runnableConfig } from './runnable.js';
+import type { HaproxyInstance, HaproxySupervisor } from '../process/process.js';
+import { runnableConfig } from '../config/runnable.js';
 import { configFiles, changeAtRuntime } from './runtime-change.js';
 import type { RuntimeStep } from './runtime-plan.js';
-import { RuntimeApi } from './runtime.js';
+import { RuntimeApi } from '../process/runtime.js';
 
 export interface PipelineOptions {
   haproxyCommand: string[];

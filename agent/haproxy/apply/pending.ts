@@ -3,13 +3,13 @@
 // agent makes them ready). Kept per load balancer in pending-ready.json, so
 // an agent restart goes on waiting; which load balancers have such members
 // is kept in their states (load-balancer-state.ts), read once from disk.
-import type { Logger } from '../log.js';
-import { exists, readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
-import { withAdmissionReported } from './admission.js';
-import { memberKey } from './layout.js';
+import type { Logger } from '../../log.js';
+import { exists, readTextIfExists, removeFile, writeFileAtomic } from '../../system/files.js';
+import { withAdmissionReported } from '../admission.js';
+import { memberKey } from '../layout.js';
 import type { LoadBalancerStates } from './load-balancer-state.js';
-import type { PendingMember, RuntimeApi, RuntimeResult } from './runtime.js';
-import type { StatRow } from './stats.js';
+import type { PendingMember, RuntimeApi, RuntimeResult } from '../process/runtime.js';
+import type { StatRow } from '../process/stats.js';
 
 const keyOf = (p: { backend: string; server: string }) => memberKey(p.backend, p.server);
 

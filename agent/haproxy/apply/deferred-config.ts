@@ -14,8 +14,8 @@
 // (LoadBalancerService.catchUp). Under systemd, a haproxy that dies within
 // those DELAY_MS restarts from the config before the call; the agent's next
 // apply of any kind brings it up to date.
-import { removeFile, writeFileAtomic } from '../system/files.js';
-import type { EditedConfig } from './edited-config.js';
+import { removeFile, writeFileAtomic } from '../../system/files.js';
+import type { EditedConfig } from '../config/edited-config.js';
 
 /** How long a member call's config waits to be written. */
 export const DELAY_MS = 200;

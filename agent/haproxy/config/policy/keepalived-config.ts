@@ -18,8 +18,8 @@
 // Pure: text and the amphora's paths in, violations out (1-based lines).
 import { isIP, isIPv4 } from 'node:net';
 import { join } from 'node:path';
-import { isPlainIp } from '../../net/ip.js';
-import { readKeepalivedConfig, type KeepalivedStatement } from '../../keepalived/config-reader.js';
+import { isPlainIp } from '../../../net/ip.js';
+import { readKeepalivedConfig, type KeepalivedStatement } from '../../../keepalived/config-reader.js';
 import type { PolicyViolation } from './types.js';
 
 export interface KeepalivedPolicyContext {

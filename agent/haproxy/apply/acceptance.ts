@@ -3,11 +3,11 @@
 // file), then renamed into place with the amphora it was accepted for.
 // haproxy judges the text it would load (runnable.ts); the accepted file
 // keeps the text as sent. A rejected config is kept beside it for operators.
-import { run } from '../system/exec.js';
-import { ensureDir, exists, readTextIfExists, removeFile, renameDurable, writeFileAtomic } from '../system/files.js';
-import { haproxyEnvironment } from './environment.js';
-import { InvalidConfigError } from './errors.js';
-import { peerName, type LoadBalancerFiles } from './layout.js';
+import { run } from '../../system/exec.js';
+import { ensureDir, exists, readTextIfExists, removeFile, renameDurable, writeFileAtomic } from '../../system/files.js';
+import { haproxyEnvironment } from '../process/environment.js';
+import { InvalidConfigError } from '../errors.js';
+import { peerName, type LoadBalancerFiles } from '../layout.js';
 
 export interface AcceptanceDeps {
   haproxyCommand: string[];

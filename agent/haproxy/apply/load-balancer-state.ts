@@ -11,14 +11,14 @@
 // kept here: operations queued behind a delete wait for it, then find a new
 // state.
 import { readdir } from 'node:fs/promises';
-import { exists, readTextIfExists } from '../system/files.js';
-import { readConfig, type ConfigInfo } from './config-reader.js';
+import { exists, readTextIfExists } from '../../system/files.js';
+import { readConfig, type ConfigInfo } from '../config/config-reader.js';
 import { DeferredConfig } from './deferred-config.js';
-import { EditedConfig } from './edited-config.js';
-import { LoadBalancerNotFoundError } from './errors.js';
-import { loadBalancerFiles, peerName, type LoadBalancerFiles } from './layout.js';
-import type { HaproxyInstance } from './process.js';
-import { RestartBackoff, type RestartPolicy } from './restart-backoff.js';
+import { EditedConfig } from '../config/edited-config.js';
+import { LoadBalancerNotFoundError } from '../errors.js';
+import { loadBalancerFiles, peerName, type LoadBalancerFiles } from '../layout.js';
+import type { HaproxyInstance } from '../process/process.js';
+import { RestartBackoff, type RestartPolicy } from '../process/restart-backoff.js';
 
 /** The accepted config as read while haproxy -c checked it: the load that follows reads no config of its own. */
 export interface Reading {

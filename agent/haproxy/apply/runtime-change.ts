@@ -7,13 +7,13 @@
 // reason returned. An API 2.0 member call leaves the config files to the
 // caller (deferred-config.ts): only its companions and the marker that says
 // the config is behind are written here. Which files: the caller says.
-import type { Logger } from '../log.js';
-import { stageFiles, type FileContent } from '../system/files.js';
-import { memberKey, type LoadBalancerFiles } from './layout.js';
-import { MasterCliError } from './master-cli.js';
+import type { Logger } from '../../log.js';
+import { stageFiles, type FileContent } from '../../system/files.js';
+import { memberKey, type LoadBalancerFiles } from '../layout.js';
+import { MasterCliError } from '../process/master-cli.js';
 import type { PendingMembers } from './pending.js';
 import { stepName } from './plan.js';
-import { RuntimeCommandError, type RuntimeApi, type RuntimeResult } from './runtime.js';
+import { RuntimeCommandError, type RuntimeApi, type RuntimeResult } from '../process/runtime.js';
 import type { RuntimeStep } from './runtime-plan.js';
 
 export interface RuntimeChangeDeps {

@@ -24,7 +24,7 @@
 // (config-reader.ts tokenizeLine: quotes, escapes, comments).
 import { isIP } from 'node:net';
 import { posix } from 'node:path';
-import { isPlainIp } from '../../net/ip.js';
+import { isPlainIp } from '../../../net/ip.js';
 import type { FileReference, PolicyContext, PolicyViolation } from './types.js';
 import { SECTION_KEYWORDS, tokenizeLine } from '../config-reader.js';
 import { OCTAVIA_ALLOWED, type AllowList } from './haproxy-allowed.js';

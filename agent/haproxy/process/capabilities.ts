@@ -3,13 +3,13 @@
 // releases and not others, so the probe starts a throwaway haproxy and looks.
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
-import { isProcessAlive } from '../system/proc.js';
+import { isProcessAlive } from '../../system/proc.js';
 import { join } from 'node:path';
-import { run } from '../system/exec.js';
-import { ensureDir, removeTree } from '../system/files.js';
+import { run } from '../../system/exec.js';
+import { ensureDir, removeTree } from '../../system/files.js';
 import { haproxyEnvironment } from './environment.js';
 import { masterCommand, parseShowProc, workerCommand } from './master-cli.js';
-import { parseServerState, type ServerStateEntry } from './server-state.js';
+import { parseServerState, type ServerStateEntry } from '../config/server-state.js';
 
 export interface HaproxyCapabilities {
   /** argv prefix that runs this haproxy. */

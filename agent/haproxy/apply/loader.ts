@@ -8,18 +8,18 @@
 // On failure the previous live config is put back (haproxy still runs it)
 // and the caller gets HaproxyFailedError with haproxy's message.
 import { resolve } from 'node:path';
-import type { Logger } from '../log.js';
-import { linkDurable, readTextIfExists, removeFile, renameDurable, stageFiles, type FileContent } from '../system/files.js';
-import type { AdmissionMethod } from './admission.js';
-import { writeApplied } from './applied.js';
-import type { ConfigInfo } from './config-reader.js';
-import { HaproxyFailedError } from './errors.js';
-import { memberKey } from './layout.js';
-import { workerCommand } from './master-cli.js';
+import type { Logger } from '../../log.js';
+import { linkDurable, readTextIfExists, removeFile, renameDurable, stageFiles, type FileContent } from '../../system/files.js';
+import type { AdmissionMethod } from '../admission.js';
+import { writeApplied } from '../process/applied.js';
+import type { ConfigInfo } from '../config/config-reader.js';
+import { HaproxyFailedError } from '../errors.js';
+import { memberKey } from '../layout.js';
+import { workerCommand } from '../process/master-cli.js';
 import type { PendingMembers } from './pending.js';
-import { hasPeers, waitForPeersLesson } from './peers-resync.js';
-import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from './process.js';
-import { planProtection } from './protection.js';
+import { hasPeers, waitForPeersLesson } from '../process/peers-resync.js';
+import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from '../process/process.js';
+import { planProtection } from '../config/protection.js';
 
 export interface LoadDeps {
   supervisor: HaproxySupervisor;

@@ -4,8 +4,8 @@
 // keeps dying (restart-backoff.ts). Under systemd the units do this themselves,
 // within their start limit. A stopped (SIGSTOP) haproxy is alive: it is not
 // restarted, which would start a second one beside it.
-import type { Logger } from '../log.js';
-import type { HaproxyEngine } from './engine.js';
+import type { Logger } from '../../log.js';
+import type { HaproxyEngine } from '../apply/engine.js';
 
 /**
  * Told how each restart ended: `true` once a dead haproxy runs again, `false`

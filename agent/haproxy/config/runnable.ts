@@ -2,7 +2,7 @@
 // controllers render and this binary refuses are translated (each form in its
 // own module). The accepted text stays what the controller uploaded: GET
 // returns it and the controller compares its md5. Pure.
-import type { HaproxyCapabilities } from './capabilities.js';
+import type { HaproxyCapabilities } from '../process/capabilities.js';
 import { translateLegacyHttpchk } from './legacy-httpchk.js';
 import { dropHttpUseHtx } from './legacy-htx.js';
 

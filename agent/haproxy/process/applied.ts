@@ -1,8 +1,8 @@
 // The record of the last verified (re)load of a load balancer: which worker
 // came up and the master's reload counter then. Crash recovery compares the
 // counter with the master's to tell whether an interrupted reload happened.
-import { readTextIfExists, writeFileAtomic } from '../system/files.js';
-import type { LoadBalancerFiles } from './layout.js';
+import { readTextIfExists, writeFileAtomic } from '../../system/files.js';
+import type { LoadBalancerFiles } from '../layout.js';
 
 export interface AppliedRecord {
   workerPid: number | null;

@@ -7,21 +7,21 @@
 // carry-over and rollback exist once (pipeline.ts), and what is kept in
 // memory per load balancer is one state (load-balancer-state.ts).
 import { resolve } from 'node:path';
-import { exists, removeTree, writeFileAtomic, type FileContent } from '../system/files.js';
-import type { HaproxyCapabilities } from './capabilities.js';
-import type { EditedConfig } from './edited-config.js';
+import { exists, removeTree, writeFileAtomic, type FileContent } from '../../system/files.js';
+import type { HaproxyCapabilities } from '../process/capabilities.js';
+import type { EditedConfig } from '../config/edited-config.js';
 import { KeyedLock } from './keyed-lock.js';
-import { statsSocket, type LoadBalancerFiles } from './layout.js';
+import { statsSocket, type LoadBalancerFiles } from '../layout.js';
 import { LoadBalancerStates, type LoadBalancerState } from './load-balancer-state.js';
 import type { LoadReport } from './loader.js';
 import { PendingMembers } from './pending.js';
 import { ApplyPipeline, type ChangeReport, type MemberEdit, type PipelineOptions } from './pipeline.js';
 import type { Plan } from './plan.js';
-import type { HaproxyStatus } from './process.js';
-import { recoverInterruptedReload } from './recovery.js';
-import type { RestartBackoff } from './restart-backoff.js';
-import { parseShowStat, showStat, type StatRow } from './stats.js';
-import { supervisionOf, type Supervision } from './supervision.js';
+import type { HaproxyStatus } from '../process/process.js';
+import { recoverInterruptedReload } from '../process/recovery.js';
+import type { RestartBackoff } from '../process/restart-backoff.js';
+import { parseShowStat, showStat, type StatRow } from '../process/stats.js';
+import { supervisionOf, type Supervision } from '../process/supervision.js';
 
 export interface EngineOptions extends PipelineOptions {
   baseDir: string;

@@ -1,8 +1,8 @@
 // Who keeps a load balancer's haproxy running, and how that goes: systemd's
 // unit state, or the direct supervisor's restarts (watchdog.ts). API 2.0's
 // status words it as JSON (loadbalancer/status.ts); the metrics read it.
-import { exists } from '../system/files.js';
-import type { LoadBalancerState } from './load-balancer-state.js';
+import { exists } from '../../system/files.js';
+import type { LoadBalancerState } from '../apply/load-balancer-state.js';
 import type { HaproxySupervisor } from './process.js';
 import type { RestartState } from './restart-backoff.js';
 import type { UnitState } from './systemd-unit.js';
