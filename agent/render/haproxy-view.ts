@@ -4,8 +4,8 @@
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
 import { certificateDir } from '../config/layout.js';
-import { admit } from '../haproxy/admission.js';
-import { peerName } from '../haproxy/layout.js';
+import { admit } from '../model/admission.js';
+import { peerName } from '../model/names.js';
 import {
   LVS_PROTOCOLS, type HealthMonitorSpec, type L7PolicySpec, type L7RuleSpec, type ListenerSpec,
   type LoadBalancerSpec, type MemberSpec, type PoolSpec,

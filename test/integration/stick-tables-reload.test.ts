@@ -16,7 +16,7 @@ import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { applyConfig, serverStates, testEngine } from '../helpers/engine.js';
 import { testPorts } from '../helpers/ports.js';
 import { workerCommand } from '../../agent/haproxy/process/master-cli.js';
-import { peerName } from '../../agent/haproxy/layout.js';
+import { peerName } from '../../agent/model/names.js';
 import type { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';
 
 const PORTS = testPorts('stick-tables-reload');

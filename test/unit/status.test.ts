@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadBalancerStatus, supervisionStatus } from '../../agent/loadbalancer/status.js';
 import { parseShowStat } from '../../agent/haproxy/process/stats.js';
-import { withAdmissionReported } from '../../agent/haproxy/admission.js';
+import { withAdmissionReported } from '../../agent/model/admission.js';
 import type { RestartState } from '../../agent/haproxy/process/restart-backoff.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 

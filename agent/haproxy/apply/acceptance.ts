@@ -7,7 +7,8 @@ import { run } from '../../system/exec.js';
 import { ensureDir, exists, readTextIfExists, removeFile, renameDurable, writeFileAtomic } from '../../system/files.js';
 import { haproxyEnvironment } from '../process/environment.js';
 import { InvalidConfigError } from '../errors.js';
-import { peerName, type LoadBalancerFiles } from '../layout.js';
+import type { LoadBalancerFiles } from '../layout.js';
+import { peerName } from '../../model/names.js';
 
 export interface AcceptanceDeps {
   haproxyCommand: string[];

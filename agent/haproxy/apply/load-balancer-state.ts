@@ -16,7 +16,8 @@ import { readConfig, type ConfigInfo } from '../config/config-reader.js';
 import { DeferredConfig } from './deferred-config.js';
 import { EditedConfig } from '../config/edited-config.js';
 import { LoadBalancerNotFoundError } from '../errors.js';
-import { loadBalancerFiles, peerName, type LoadBalancerFiles } from '../layout.js';
+import { loadBalancerFiles, type LoadBalancerFiles } from '../layout.js';
+import { peerName } from '../../model/names.js';
 import type { HaproxyInstance } from '../process/process.js';
 import { RestartBackoff, type RestartPolicy } from '../process/restart-backoff.js';
 

@@ -10,11 +10,11 @@
 import { resolve } from 'node:path';
 import type { Logger } from '../../log.js';
 import { linkDurable, readTextIfExists, removeFile, renameDurable, stageFiles, type FileContent } from '../../system/files.js';
-import type { AdmissionMethod } from '../admission.js';
+import type { AdmissionMethod } from '../../model/admission.js';
 import { writeApplied } from '../process/applied.js';
 import type { ConfigInfo } from '../config/config-reader.js';
 import { HaproxyFailedError } from '../errors.js';
-import { memberKey } from '../layout.js';
+import { memberKey } from '../../model/names.js';
 import { workerCommand } from '../process/master-cli.js';
 import type { PendingMembers } from './pending.js';
 import { hasPeers, waitForPeersLesson } from '../process/peers-resync.js';

@@ -5,8 +5,8 @@
 // is kept in their states (load-balancer-state.ts), read once from disk.
 import type { Logger } from '../../log.js';
 import { exists, readTextIfExists, removeFile, writeFileAtomic } from '../../system/files.js';
-import { withAdmissionReported } from '../admission.js';
-import { memberKey } from '../layout.js';
+import { withAdmissionReported } from '../../model/admission.js';
+import { memberKey } from '../../model/names.js';
 import type { LoadBalancerStates } from './load-balancer-state.js';
 import type { PendingMember, RuntimeApi, RuntimeResult } from '../process/runtime.js';
 import type { StatRow } from '../process/stats.js';

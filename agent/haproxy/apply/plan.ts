@@ -3,7 +3,7 @@
 // API 2.0 dry run returns it as it is and the engine's pipeline executes it,
 // so the two cannot disagree. Pure: the engine gathers the facts.
 import type { ApplyPlan } from '../../outcome.js';
-import { memberKey } from '../layout.js';
+import { memberKey } from '../../model/names.js';
 import { planRuntime, type RuntimeStep } from './runtime-plan.js';
 
 export type Plan =

@@ -9,7 +9,8 @@
 // the config is behind are written here. Which files: the caller says.
 import type { Logger } from '../../log.js';
 import { stageFiles, type FileContent } from '../../system/files.js';
-import { memberKey, type LoadBalancerFiles } from '../layout.js';
+import type { LoadBalancerFiles } from '../layout.js';
+import { memberKey } from '../../model/names.js';
 import { MasterCliError } from '../process/master-cli.js';
 import type { PendingMembers } from './pending.js';
 import { stepName } from './plan.js';

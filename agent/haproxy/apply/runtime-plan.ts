@@ -3,11 +3,11 @@
 // and the server lines differ in ways the runtime API can express: a member
 // added or removed, its weight, its admin state. Anything else (an address,
 // check options, backup, a new backend) needs a reload. Pure.
-import { admit, HOLD_DOWN, type Admission } from '../admission.js';
+import { admit, HOLD_DOWN, type Admission } from '../../model/admission.js';
 import { changedRegion } from '../config/changed-region.js';
 import { firstUnsafeWord } from '../process/cli-words.js';
 import { readConfig, tokenizeLine, type ServerLine } from '../config/config-reader.js';
-import { memberKey } from '../layout.js';
+import { memberKey } from '../../model/names.js';
 
 /** How a member added or put back in service at runtime gets traffic (admission.ts), and the `rise` its checks need. */
 interface Admitted {

@@ -3,9 +3,9 @@
 // server-state file that hold them down; members already running keep their
 // state across the reload. Pure: the config about to be loaded and what
 // haproxy runs now in, the files to write out.
-import { admit, HOLD_DOWN, type AdmissionMethod } from '../admission.js';
+import { admit, HOLD_DOWN, type AdmissionMethod } from '../../model/admission.js';
 import { SECTION_KEYWORDS, type ConfigInfo, type ServerLine } from './config-reader.js';
-import { memberKey } from '../layout.js';
+import { memberKey } from '../../model/names.js';
 import {
   formatServerState, parseServerState, splitServerAddress, stateLineCount, stoppedServerLine,
   type ServerStateDump, type ServerStateEntry,

@@ -6,9 +6,9 @@
 // forced DOWN, and either is made ready once its checks passed (`pending`,
 // promoted by the engine's ready watcher).
 import { parseShowStat } from './stats.js';
-import { isReady } from '../admission.js';
+import { isReady } from '../../model/admission.js';
 import { firstUnsafeWord } from './cli-words.js';
-import { memberKey } from '../layout.js';
+import { memberKey } from '../../model/names.js';
 import { workerCommand } from './master-cli.js';
 import { parseServerState, type ServerStateEntry } from '../config/server-state.js';
 import type { RuntimeStep } from '../apply/runtime-plan.js';

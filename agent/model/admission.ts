@@ -1,7 +1,10 @@
 // How a member haproxy is not running yet is admitted to traffic: the rule
 // this project exists for, decided here and nowhere else. A checked member
 // gets no traffic before a health check passed; a member without checks is
-// admitted at once, since nothing would ever bring it up. Pure.
+// admitted at once, since nothing would ever bring it up. Pure. It sits
+// outside agent/haproxy/ because the renderer decides with it too (which
+// members it renders held down), and neither side should reach into the
+// other's internals for the rule they share.
 //
 //   checked  init-state on  path     haproxy applies init-state  admitted by      ready
 //            its line                at start-up
@@ -24,7 +27,7 @@
 // server UP at once (seen on 2.6), so the member stays in maintenance with
 // checks running until the agent sees a check pass.
 
-import { memberKey } from './layout.js';
+import { memberKey } from './names.js';
 
 /** What holds a member down on its line; the agent writes it on the load path (and the renderer, macros.njk). */
 export const HOLD_DOWN = ['init-state', 'fully-down'] as const;
