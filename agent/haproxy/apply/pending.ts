@@ -8,7 +8,7 @@ import { exists, readTextIfExists, removeFile, writeFileAtomic } from '../../sys
 import { withAdmissionReported } from '../../model/admission.js';
 import { memberKey } from '../../model/names.js';
 import type { LoadBalancerStates } from './load-balancer-state.js';
-import type { PendingMember, RuntimeApi, RuntimeResult } from '../process/runtime.js';
+import type { PendingMember, RuntimeApi, RuntimeResult } from '../process/runtime-api.js';
 import type { StatRow } from '../process/stats.js';
 
 const keyOf = (p: { backend: string; server: string }) => memberKey(p.backend, p.server);

@@ -1,10 +1,10 @@
 // The apply pipeline: how a change reaches one load balancer's haproxy, for
 // the engine's verbs (engine.ts), which hold the load balancer's lock. A
-// change is planned first (plan.ts, from the facts planner.ts gathers) and
+// change is planned first (plan.ts, from the facts plan-facts.ts gathers) and
 // the plan is executed:
 //
 //   unchanged: nothing (companion files written)
-//   runtime:   stage files -> runtime commands -> commit files   (runtime-change.ts)
+//   runtime:   stage files -> runtime commands -> commit files   (apply-runtime.ts)
 //   reload:    validate (haproxy -c) -> accept -> load            (acceptance.ts, loader.ts)
 //
 // A runtime plan that haproxy refuses falls back to a reload. On any failure
@@ -25,12 +25,12 @@ import type { LoadBalancerState } from './load-balancer-state.js';
 import { loadConfig, type LoadReport } from './loader.js';
 import type { PendingMembers } from './pending.js';
 import { planMemberLines, type MemberLines, type Plan } from './plan.js';
-import { Planner, type Planned } from './planner.js';
+import { Planner, type Planned } from './plan-facts.js';
 import type { HaproxyInstance, HaproxySupervisor } from '../process/process.js';
 import { runnableConfig } from '../config/runnable.js';
-import { configFiles, changeAtRuntime } from './runtime-change.js';
+import { configFiles, changeAtRuntime } from './apply-runtime.js';
 import type { RuntimeStep } from './runtime-plan.js';
-import { RuntimeApi } from '../process/runtime.js';
+import { RuntimeApi } from '../process/runtime-api.js';
 
 export interface PipelineOptions {
   haproxyCommand: string[];

@@ -14,10 +14,10 @@ import { memberKey } from '../../model/names.js';
 import { MasterCliError } from '../process/master-cli.js';
 import type { PendingMembers } from './pending.js';
 import { stepName } from './plan.js';
-import { RuntimeCommandError, type RuntimeApi, type RuntimeResult } from '../process/runtime.js';
+import { RuntimeCommandError, type RuntimeApi, type RuntimeResult } from '../process/runtime-api.js';
 import type { RuntimeStep } from './runtime-plan.js';
 
-export interface RuntimeChangeDeps {
+export interface ApplyRuntimeDeps {
   lbId: string;
   runtime: RuntimeApi;
   pending: PendingMembers;
@@ -32,7 +32,7 @@ export function configFiles(files: LoadBalancerFiles, change: { text: string; ru
 }
 
 /** The members now pending ("backend/server"), or why haproxy could not take the steps; `files` are written once it took them. */
-export async function changeAtRuntime(deps: RuntimeChangeDeps, files: FileContent[], steps: RuntimeStep[]): Promise<{ pending: string[] } | string> {
+export async function changeAtRuntime(deps: ApplyRuntimeDeps, files: FileContent[], steps: RuntimeStep[]): Promise<{ pending: string[] } | string> {
   const { lbId, log } = deps;
   let result: RuntimeResult;
   try {
@@ -52,7 +52,7 @@ export async function changeAtRuntime(deps: RuntimeChangeDeps, files: FileConten
   return { pending };
 }
 
-async function commandsWithFiles(deps: RuntimeChangeDeps, files: FileContent[], steps: RuntimeStep[]): Promise<RuntimeResult> {
+async function commandsWithFiles(deps: ApplyRuntimeDeps, files: FileContent[], steps: RuntimeStep[]): Promise<RuntimeResult> {
   const staging = stageFiles(files);
   staging.catch(() => undefined); // its failure is handled below, not an unhandled rejection meanwhile
   let result: RuntimeResult;
