@@ -31,7 +31,7 @@ import { apiRequest } from '../helpers/api-client.js';
 import { forOctavia, OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
 import { checkConfigPolicy } from '../../agent/haproxy/config/policy/haproxy-config.js';
 import type { PolicyContext, PolicyViolation } from '../../agent/haproxy/config/policy/types.js';
-import { MAX_WORDS, tokenizeLine } from '../../agent/haproxy/config/config-reader.js';
+import { MAX_WORDS, tokenizeLine } from '../../agent/haproxy/config/tokenizer.js';
 import { ACL_PREFIX, answerIs, readByHaproxy, showAnswer } from '../helpers/haproxy-words.js';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
 import { withoutGroupLines } from '../../agent/loadbalancer/v1-service.js';

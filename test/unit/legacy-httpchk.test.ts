@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { tokenizeLine } from '../../agent/haproxy/config/config-reader.js';
+import { tokenizeLine } from '../../agent/haproxy/config/tokenizer.js';
 import { translateLegacyHttpchk } from '../../agent/haproxy/config/legacy-httpchk.js';
 
 // The lines as Octavia 11 to 16 render them (backslashes as in the file).

@@ -6,7 +6,8 @@
 import { admit, HOLD_DOWN, type Admission } from '../../model/admission.js';
 import { changedRegion } from '../config/changed-region.js';
 import { firstUnsafeWord } from '../process/cli-words.js';
-import { readConfig, tokenizeLine, type ServerLine } from '../config/config-reader.js';
+import { readConfig, type ServerLine } from '../config/config-reader.js';
+import { tokenizeLine } from '../config/tokenizer.js';
 import { memberKey } from '../../model/names.js';
 
 /** How a member added or put back in service at runtime gets traffic (admission.ts), and the `rise` its checks need. */

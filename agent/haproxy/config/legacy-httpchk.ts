@@ -8,7 +8,7 @@
 //   option httpchk
 //   http-check send meth GET uri /path ver HTTP/1.1 hdr Host name
 // Pure: text in, text out; every other line is left byte for byte.
-import { tokenizeLine } from './config-reader.js';
+import { tokenizeLine } from './tokenizer.js';
 
 /** `text` with every legacy `option httpchk` line rewritten; lines that cannot be rewritten stay as they are (haproxy -c then says why). */
 export function translateLegacyHttpchk(text: string): string {

@@ -4,7 +4,8 @@
 // state across the reload. Pure: the config about to be loaded and what
 // haproxy runs now in, the files to write out.
 import { admit, HOLD_DOWN, type AdmissionMethod } from '../../model/admission.js';
-import { SECTION_KEYWORDS, type ConfigInfo, type ServerLine } from './config-reader.js';
+import type { ConfigInfo, ServerLine } from './config-reader.js';
+import { SECTION_KEYWORDS } from './tokenizer.js';
 import { memberKey } from '../../model/names.js';
 import {
   formatServerState, parseServerState, splitServerAddress, stateLineCount, stoppedServerLine,

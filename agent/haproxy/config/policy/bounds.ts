@@ -20,7 +20,7 @@
 //  - Not reserved at start, left as sent: maxconn (1,000 and 9,000 within
 //    0.2 MB), stick-table size (100m entries: +0.1 MB), tune.bufsize (16 MB:
 //    +0.4 MB); they cap what traffic may use later.
-import { tokenizeLine } from '../config-reader.js';
+import { tokenizeLine } from '../tokenizer.js';
 import type { AmphoraFacts } from '../../../render/settings.js';
 import type { PolicyContext, PolicyViolation } from './types.js';
 

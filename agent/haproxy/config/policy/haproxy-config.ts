@@ -21,12 +21,12 @@
 //  - `user` is not root; binds and servers are on IP addresses only.
 // Pure: text and the load balancer's directories in, the violations out
 // (1-based line numbers). Words are read as haproxy reads them
-// (config-reader.ts tokenizeLine: quotes, escapes, comments).
+// (tokenizer.ts tokenizeLine: quotes, escapes, comments).
 import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { isPlainIp } from '../../../net/ip.js';
 import type { FileReference, PolicyContext, PolicyViolation } from './types.js';
-import { SECTION_KEYWORDS, tokenizeLine } from '../config-reader.js';
+import { SECTION_KEYWORDS, tokenizeLine } from '../tokenizer.js';
 import { OCTAVIA_ALLOWED, type AllowList } from './haproxy-allowed.js';
 import { extendAllowList } from './haproxy-allowed-extension.js';
 
