@@ -42,7 +42,13 @@ interface Skeleton {
   servers: Map<string, Server>;
 }
 
-/** `server <name> ...` inside a section: the name, else null. */
+/**
+ * `server <name> ...` inside a section: the name, else null. Found without
+ * the tokenizer: most lines of a changed region are compared as written and
+ * never split. A name the tokenizer would read otherwise (quoted, escaped)
+ * is then not the name readConfig has, its facts are not found, and the
+ * plan reloads.
+ */
 function serverName(line: string): string | null {
   let i = 0;
   while (i < line.length && (line[i] === ' ' || line[i] === '\t')) i++;
@@ -54,6 +60,17 @@ function serverName(line: string): string | null {
   return end < 0 ? null : name.slice(0, end);
 }
 
+/**
+ * The backend a section line opens, else null. Read with the tokenizer the
+ * config reader uses, so the backend a server is keyed under here is the one
+ * its facts are found under (readConfig), whatever quotes or comments the
+ * section line holds.
+ */
+function backendOf(sectionLine: string): string | null {
+  const words = tokenizeLine(sectionLine).words;
+  return words[0] === 'backend' ? words[1] ?? null : null;
+}
+
 /** The backend the line at offset `at` is in (null: another section or none), from the section line above it. */
 function backendAbove(text: string, at: number): string | null {
   let end = at - 1; // the '\n' ending the line above
@@ -62,8 +79,7 @@ function backendAbove(text: string, at: number): string | null {
     const line = text.slice(begin, end);
     end = begin - 1;
     if (line.trim() === '' || !/^\S/.test(line)) continue;
-    const words = line.trim().split(/\s+/);
-    return words[0] === 'backend' ? words[1] ?? null : null;
+    return backendOf(line);
   }
   return null;
 }
@@ -77,10 +93,7 @@ function skeleton(lines: string[], backend: string | null): Skeleton {
   const servers = new Map<string, Server>();
   for (const line of lines) {
     if (line.trim() === '') continue;
-    if (/^\S/.test(line)) {
-      const words = line.trim().split(/\s+/);
-      backend = words[0] === 'backend' ? words[1] ?? null : null;
-    }
+    if (/^\S/.test(line)) backend = backendOf(line);
     const name = backend !== null ? serverName(line) : null;
     if (name !== null) {
       servers.set(memberKey(backend!, name), { backend: backend!, name, line });
