@@ -212,32 +212,6 @@ export function insideDirs(path: string, dirs: string[]): boolean {
   return dirs.some((d) => p.startsWith(`${stripSlash(d)}/`));
 }
 
-/**
- * haproxy expands "$VAR" and "${VAR}" inside double quotes: a word the
- * policy reads as text could be a path or a keyword once expanded.
- */
-function expandsEnvironment(line: string): boolean {
-  let squote = false;
-  let dquote = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (squote) {
-      if (c === "'") squote = false;
-    } else if (c === '\\') {
-      i++;
-    } else if (c === '#' && !dquote) {
-      return false;
-    } else if (c === '"') {
-      dquote = !dquote;
-    } else if (c === "'" && !dquote) {
-      squote = true;
-    } else if (c === '$' && dquote && /[A-Za-z_{]/.test(line[i + 1] ?? '')) {
-      return true;
-    }
-  }
-  return false;
-}
-
 /** Keywords whose second word is part of the directive's name in a refusal (`stats socket`, `http-request return`). */
 const TWO_WORD_DIRECTIVES = new Set([
   'option', 'no', 'timeout', 'stats', 'http-request', 'http-response', 'http-after-response', 'http-check', 'tcp-request',
@@ -447,10 +421,6 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
     }
     if (words.length === 0) continue;
     const kw = words[0]!;
-    if (raw.includes('$') && expandsEnvironment(raw)) {
-      refuse(kw || '""', 'expands an environment variable ("$NAME" in double quotes)');
-      continue;
-    }
     if (SECTION_KEYWORDS.has(kw)) {
       section = kw;
       if (!allowed.patterns.has(`${kw} ${kw}`)) {
