@@ -12,7 +12,8 @@ import { OCTAVIAS } from '../helpers/haproxies.js';
 import { OctaviaRenderer } from '../helpers/octavia-render.js';
 import { agentCorpus, octaviaCorpus, type CorpusConfig } from '../helpers/policy-corpus.js';
 import { OCTAVIA_ALLOWED, type AllowList } from '../../agent/haproxy/config/policy/haproxy-allowed.js';
-import { compileAllowList, readConfigPolicy } from '../../agent/haproxy/config/policy/haproxy-config.js';
+import { compileAllowList } from '../../agent/haproxy/config/policy/haproxy-allow-list.js';
+import { readConfigPolicy } from '../../agent/haproxy/config/policy/haproxy-config.js';
 import type { PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 
 const t = suite('the allow-list is exactly what Octavia 11/16/19 and the 2.0 renderer render');

@@ -14,7 +14,7 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../../../config/agent-config.js';
 import type { AllowList } from './haproxy-allowed.js';
-import { SLOT_NAMES } from './haproxy-config.js';
+import { SLOT_NAMES } from './haproxy-slots.js';
 
 /** An extension file the agent cannot use: the operator's mistake, named with its line (a 400 that says so). */
 export class PolicyExtensionError extends ConfigError {}

@@ -21,187 +21,20 @@
 //  - `user` is not root; binds and servers are on IP addresses only.
 // Pure: text and the load balancer's directories in, the violations out
 // (1-based line numbers). Words are read as haproxy reads them
-// (tokenizer.ts tokenizeLine: quotes, escapes, comments).
-import { isIP } from 'node:net';
+// (tokenizer.ts tokenizeLine: quotes, escapes, comments). This module
+// matches the lines; the compiled list is haproxy-allow-list.ts and what a
+// slot word may be is haproxy-slots.ts.
 import { posix } from 'node:path';
-import { isPlainIp } from '../../../net/ip.js';
 import type { FileReference, PolicyContext, PolicyViolation } from './types.js';
 import { SECTION_KEYWORDS, tokenizeLine } from '../tokenizer.js';
-import { OCTAVIA_ALLOWED, type AllowList } from './haproxy-allowed.js';
-import { extendAllowList } from './haproxy-allowed-extension.js';
+import { allowListFor, type Pattern, type Token } from './haproxy-allow-list.js';
+import { expressionProblem, logFormatProblem, NAME, PRINTABLE, WORD_SLOTS } from './haproxy-slots.js';
 
 /** The PING health check's program, as Octavia's templates (11 to 19) name it. */
 export const OCTAVIA_PING_WRAPPER = '/var/lib/octavia/ping-wrapper.sh';
 
 /** The syslog sockets Octavia's templates (11 to 19) send haproxy's logs to. */
 export const LOCAL_LOG_TARGETS = ['/run/rsyslog/octavia/log', '/dev/log'];
-
-/** Printable text: tenant values (L7 values, header values, URLs, ciphers) never carry control characters. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
-const PRINTABLE = /^[^\x00-\x1f\x7f]+$/;
-const NAME = /^[A-Za-z0-9_.:-]{1,255}$/;
-const HEADER = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,255}$/;
-
-/** What one slot word may be; false, or a reason, refuses it. Files are checked by the reader (they need the context). */
-const WORD_SLOTS: Record<string, (w: string) => boolean> = {
-  int: (w) => /^[0-9]{1,10}$/.test(w),
-  time: (w) => /^[0-9]{1,10}(?:us|ms|s|m|h|d)?$/.test(w),
-  size: (w) => /^[0-9]{1,10}[kmg]?$/i.test(w),
-  id: (w) => NAME.test(w),
-  user: (w) => /^[a-z_][a-z0-9_-]{0,31}$/.test(w) && w !== 'root',
-  header: (w) => HEADER.test(w),
-  ip: (w) => isPlainIp(w.replace(/^\[(.*)\]$/, '$1')),
-  addr: (w) => isAddress(w),
-  facility: (w) => /^(?:local[0-7]|kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|auth2|ftp|ntp|audit|alert|cron2)$/.test(w),
-  level: (w) => /^(?:emerg|alert|crit|err|warning|notice|info|debug)$/.test(w),
-  'cpu-map': (w) => /^(?:auto:)?[0-9]{1,4}(?:-[0-9]{1,4})?(?:\/[0-9]{1,4}(?:-[0-9]{1,4})?)?$/.test(w),
-  'cpu-set': (w) => /^[0-9]{1,4}(?:-[0-9]{1,4})?$/.test(w),
-  statuses: (w) => /^[0-9]{3}(?:\|[0-9]{3})*$/.test(w),
-  method: (w) => /^(?:GET|HEAD|POST|PUT|DELETE|OPTIONS|PATCH|TRACE|CONNECT)$/.test(w),
-  uri: (w) => w.startsWith('/') && PRINTABLE.test(w),
-  // Octavia 11 and 16 put the health check's Host header after the version, joined by an escaped CRLF.
-  'httpchk-version': (w) => /^HTTP\/1\.[01](?:\r\n(?:Host:[\x20-\x7e]+)?)?$/.test(w),
-  ciphers: (w) => /^[A-Za-z0-9_:+!@=.-]{1,4096}$/.test(w),
-  alpn: (w) => /^[A-Za-z0-9./-]{1,64}(?:,[A-Za-z0-9./-]{1,64})*$/.test(w),
-  text: (w) => PRINTABLE.test(w),
-};
-/** Slots read with the load balancer's context (files, sockets, expressions). */
-const CONTEXT_SLOTS = ['state-file', 'lb-file', 'cert-file', 'crt-list', 'stats-socket', 'syslog', 'ping-wrapper', 'fetch', 'log-format'];
-const REST_SLOTS = ['server-options', 'bind-options', 'acl', 'cond'];
-/** Every slot name, for extensions. */
-export const SLOT_NAMES = new Set([...Object.keys(WORD_SLOTS), ...CONTEXT_SLOTS, ...REST_SLOTS]);
-
-function isAddress(w: string): boolean {
-  const bracketed = /^\[([^\]]+)\](?::([0-9]{1,5}))?$/.exec(w);
-  if (bracketed) return isPlainIp(bracketed[1]!) && isIP(bracketed[1]!) === 6 && (bracketed[2] === undefined || Number(bracketed[2]) <= 65535);
-  if (isPlainIp(w)) return true;
-  const colon = w.lastIndexOf(':');
-  const port = w.slice(colon + 1);
-  return colon > 0 && /^[0-9]{1,5}$/.test(port) && Number(port) <= 65535 && isPlainIp(w.slice(0, colon));
-}
-
-/** One element of a compiled pattern. */
-interface Token {
-  /** The word as is, a choice of words, a slot, or a slot that takes the rest of the line. */
-  kind: 'word' | 'choice' | 'slot' | 'rest';
-  words?: Set<string>;
-  slot?: string;
-  optional?: boolean;
-}
-
-interface Pattern {
-  text: string;
-  tokens: Token[];
-}
-
-function compileToken(t: string): Token {
-  const choice = /^\{(.+)\}$/.exec(t);
-  if (choice) return { kind: 'choice', words: new Set(choice[1]!.split('|')) };
-  const slot = /^<([a-z-]+)>(\?)?$/.exec(t);
-  if (slot) {
-    if (!SLOT_NAMES.has(slot[1]!)) throw new Error(`unknown slot <${slot[1]}> in the allow-list`);
-    return { kind: REST_SLOTS.includes(slot[1]!) ? 'rest' : 'slot', slot: slot[1]!, optional: slot[2] === '?' };
-  }
-  return { kind: 'word', words: new Set([t]) };
-}
-
-/** An allow-list ready for matching: patterns by `section keyword`. */
-export interface CompiledAllowList {
-  list: AllowList;
-  patterns: Map<string, Pattern[]>;
-  fetches: Set<string>;
-  converters: Set<string>;
-  serverOptions: Map<string, Token | null>;
-  bindOptions: Map<string, Token | null>;
-  /** A member's server line that needs no tokenized read (see plainServerLine). */
-  plainServer: (line: string) => boolean;
-}
-
-export function compileAllowList(list: AllowList): CompiledAllowList {
-  const patterns = new Map<string, Pattern[]>();
-  for (const text of list.lines) {
-    const [section, ...rest] = text.split(' ') as [string, ...string[]];
-    // `frontend acl <id> <acl>` is keyed `frontend acl`; a section's own line (`frontend <id>`, `global`) by the section.
-    const keyword = rest.length > 0 && !/^[<{]/.test(rest[0]!) ? rest[0]! : section;
-    const tokens = (keyword === section ? rest : rest.slice(1)).map(compileToken);
-    const key = `${section} ${keyword}`;
-    patterns.set(key, [...(patterns.get(key) ?? []), { text, tokens }]);
-  }
-  const options = (o: Record<string, string>) => new Map(Object.entries(o).map(([k, v]) => [k, v === '' ? null : compileToken(v)]));
-  const serverOptions = options(list.serverOptions);
-  return {
-    list, patterns, fetches: new Set(list.fetches), converters: new Set(list.converters),
-    serverOptions, bindOptions: options(list.bindOptions), plainServer: plainServerLine(serverOptions),
-  };
-}
-
-/** Plain words only (no quote, escape, comment, `$`), a name, something like an address, then option words. */
-const PLAIN_SERVER_WORDS = /^[ \t]+server[ \t]+[\w.:-]{1,255}[ \t]+([0-9A-Fa-f:.[\]]+)((?:[ \t]+[\w.:-]+)*)[ \t]*$/;
-/** The same with an IPv4 address and port the pattern itself checks (most members: no isIP() call). */
-const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
-const PORT = '(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}|0)';
-const PLAIN_SERVER_V4 = new RegExp(`^[ \\t]+server[ \\t]+[\\w.:-]{1,255}[ \\t]+(?:${OCTET}\\.){3}${OCTET}:${PORT}((?:[ \\t]+[\\w.:-]+)*)[ \\t]*$`);
-const SPACES = /[ \t]+/;
-
-/**
- * A member's server line that the allow-list accepts, told without a
- * tokenized read (most of a 10,000-member config, and most of the policy's
- * time): plain words only, an IP address, and options whose values are
- * numbers, times, names or choices. Options with a file, an expression or
- * free text, and anything else, take the full read.
- */
-function plainServerLine(options: Map<string, Token | null>): (line: string) => boolean {
-  const values = new Map<string, ((w: string) => boolean) | null>();
-  for (const [k, t] of options) {
-    if (t === null) values.set(k, null);
-    else if (t.kind === 'choice') values.set(k, (w) => t.words!.has(w));
-    else if (t.slot === 'int' || t.slot === 'time' || t.slot === 'id') values.set(k, WORD_SLOTS[t.slot]!);
-  }
-  const tailOk = (tail: string): boolean => {
-    const words = tail.split(SPACES);
-    for (let i = 1; i < words.length; i++) {
-      const value = values.get(words[i]!);
-      if (value === undefined) return false;
-      if (value !== null && (++i >= words.length || !value(words[i]!))) return false;
-    }
-    return true;
-  };
-  // The members of a pool share their options (`weight 1 check inter 5s fall 3 rise 2`) and come one after
-  // another: comparing with the previous line's options is cheaper than hashing them into a cache.
-  let lastTail = '';
-  let lastOk = true;
-  return (line) => {
-    let tail: string;
-    const v4 = PLAIN_SERVER_V4.exec(line);
-    if (v4) tail = v4[1]!;
-    else {
-      const any = PLAIN_SERVER_WORDS.exec(line);
-      if (!any || !isAddress(any[1]!)) return false;
-      tail = any[2]!;
-    }
-    if (tail !== lastTail) {
-      lastTail = tail;
-      lastOk = tailOk(tail);
-    }
-    return lastOk;
-  };
-}
-
-const DEFAULT_ALLOWED = compileAllowList(OCTAVIA_ALLOWED);
-/** The fast path for the allow-list of Octavia's templates (exported for the tests). */
-export const isPlainServerLine = DEFAULT_ALLOWED.plainServer;
-
-const compiledExtensions = new WeakMap<AllowList, CompiledAllowList>();
-function allowListFor(ctx: PolicyContext): CompiledAllowList {
-  const ext = ctx.allowExtension;
-  if (!ext) return DEFAULT_ALLOWED;
-  let c = compiledExtensions.get(ext);
-  if (!c) {
-    c = compileAllowList(extendAllowList(OCTAVIA_ALLOWED, ext));
-    compiledExtensions.set(ext, c);
-  }
-  return c;
-}
 
 const stripSlash = (d: string) => posix.normalize(d).replace(/\/+$/, '');
 
@@ -260,29 +93,8 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
     return null;
   };
 
-  /** A sample expression: an allowed fetch, then allowed converters; arguments are plain text. */
-  const expression = (e: string): string | null => {
-    const parts = splitExpression(e);
-    if (parts === null) return `${JSON.stringify(e)} is not a sample expression`;
-    const [fetch, ...converters] = parts;
-    if (!allowed.fetches.has(fetch!.name)) return `the sample fetch ${fetch!.name}() is not one Octavia's templates use`;
-    for (const c of converters) if (!allowed.converters.has(c.name)) return `the converter ${c.name}() is not one Octavia's templates use`;
-    for (const p of parts) if (p.args !== undefined && !/^[A-Za-z0-9_.:@ -]*$/.test(p.args)) return `the arguments of ${p.name}() are not plain names`;
-    return null;
-  };
-
-  /** A log-format string (log-format, set-header values, redirect targets): printable, every `%[...]` an allowed expression. */
-  const logFormat = (w: string): string | null => {
-    if (!PRINTABLE.test(w)) return 'has a control character';
-    let rest = w;
-    for (const m of w.matchAll(/%(?:\{[^}]*\})?\[([^\]]*)\]/g)) {
-      const why = expression(m[1]!);
-      if (why) return why;
-      rest = rest.replace(m[0], '');
-    }
-    if (/%(?:\{[^}]*\})?\[/.test(rest)) return 'has an unterminated %[ expression';
-    return null;
-  };
+  const expression = (e: string): string | null => expressionProblem(e, allowed);
+  const logFormat = (w: string): string | null => logFormatProblem(w, allowed);
 
   /** Why `w` does not fit the slot, or null when it does. */
   const slotWord = (slot: string, w: string): string | null => {
@@ -476,18 +288,4 @@ function describe(t: Token): string {
   if (t.kind === 'word') return JSON.stringify([...t.words!][0]);
   if (t.kind === 'choice') return `one of ${[...t.words!].join(', ')}`;
   return `<${t.slot}>`;
-}
-
-/** `fetch(args),conv(args),conv`: its parts, or null when it is not that shape. */
-function splitExpression(e: string): { name: string; args?: string }[] | null {
-  const parts: { name: string; args?: string }[] = [];
-  const re = /([a-z0-9_.]+)(?:\(([^()]*)\))?(,|$)/gy;
-  let m: RegExpExecArray | null;
-  let end = 0;
-  while (end < e.length && (m = re.exec(e)) !== null) {
-    parts.push({ name: m[1]!, args: m[2] });
-    end = re.lastIndex;
-    if (m[3] === '') break;
-  }
-  return parts.length > 0 && end === e.length && !e.endsWith(',') ? parts : null;
 }
