@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { availableKb, checkBounds, reserveBoundKb, RELOAD_FLOOR_KB } from '../../agent/haproxy/config/policy/bounds.js';
 import type { PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
-import { haproxyThreads, sslCacheSize } from '../../agent/render/haproxy-view.js';
+import { haproxyThreads, sslCacheSize } from '../../agent/render/amphora-tuning.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 
