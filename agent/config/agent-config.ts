@@ -58,7 +58,7 @@ export interface AgentConfig {
     memberConfigWriteDelayMs: number;
     /** Added: API 1.0 reloads that only add or change members use haproxy's runtime API instead. */
     runtimeMemberChanges: boolean;
-    /** Added: refuse API 1.0 configs that run programs, read files outside the load balancer's directories, open the runtime API... (haproxy/config-policy.ts). */
+    /** Added: refuse API 1.0 configs that run programs, read files outside the load balancer's directories, open the runtime API... (haproxy/config/policy/haproxy-config.ts). */
     configPolicy: boolean;
     /**
      * Added: a file of additions to the config policy's allow-list, for custom Octavia
