@@ -3,9 +3,9 @@
 import { readFile } from 'node:fs/promises';
 import type { AgentConfig } from './config/agent-config.js';
 import { certificateDir } from './loadbalancer/certificates.js';
-import { HaproxyEngine } from './haproxy/engine.js';
-import { DirectSupervisor, type HaproxySupervisor } from './haproxy/process.js';
-import { SystemdSupervisor } from './haproxy/systemd.js';
+import { HaproxyEngine } from './haproxy/apply/engine.js';
+import { DirectSupervisor, type HaproxySupervisor } from './haproxy/process/process.js';
+import { SystemdSupervisor } from './haproxy/process/systemd.js';
 import { run } from './system/exec.js';
 import type { Logger } from './log.js';
 

@@ -11,9 +11,9 @@ import { DEFAULT_RENDER_SETTINGS, type RenderSettings, type RenderTarget } from 
 import { renderLoadBalancer } from '../render/render.js';
 import { validateSpec, SpecError } from '../spec/validate.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
-import { initStateAtStartupByVersion } from '../haproxy/admission.js';
-import { haproxyCapabilities } from '../haproxy/capabilities.js';
-import { peerName } from '../haproxy/layout.js';
+import { initStateAtStartupByVersion } from '../model/admission.js';
+import { haproxyCapabilities } from '../haproxy/process/capabilities.js';
+import { peerName } from '../model/names.js';
 import { certificateFiles } from '../loadbalancer/spec-store.js';
 import { run } from '../system/exec.js';
 import { readAmphoraFacts } from '../info/amphora-facts.js';

@@ -6,7 +6,7 @@ import type { AgentConfig } from '../config/agent-config.js';
 import { ConfigStore } from '../config/store.js';
 import { HeartbeatSender } from '../health/sender.js';
 import { buildEngine, packageVersions } from '../agent.js';
-import { restartDead } from '../haproxy/watchdog.js';
+import { restartDead } from '../haproxy/process/watchdog.js';
 import { repeatAfter } from '../repeat.js';
 import { markHaproxy } from '../keepalived/haproxy-track.js';
 import { createApp } from '../api/app.js';

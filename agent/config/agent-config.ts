@@ -54,15 +54,15 @@ export interface AgentConfig {
     protectNewMembers: boolean;
     /** Added: seconds a member removed through API 2.0 may keep its sessions before they are closed. */
     memberDrainTimeout: number;
-    /** Milliseconds an API 2.0 member call's config files wait to be written (haproxy/deferred-config.ts). */
+    /** Milliseconds an API 2.0 member call's config files wait to be written (haproxy/apply/deferred-config.ts). */
     memberConfigWriteDelayMs: number;
     /** Added: API 1.0 reloads that only add or change members use haproxy's runtime API instead. */
     runtimeMemberChanges: boolean;
-    /** Added: refuse API 1.0 configs that run programs, read files outside the load balancer's directories, open the runtime API... (haproxy/config-policy.ts). */
+    /** Added: refuse API 1.0 configs that run programs, read files outside the load balancer's directories, open the runtime API... (haproxy/config/policy/haproxy-config.ts). */
     configPolicy: boolean;
     /**
      * Added: a file of additions to the config policy's allow-list, for custom Octavia
-     * templates (format: agent/haproxy/policy/haproxy-allowed-extension.ts); null: none.
+     * templates (format: agent/haproxy/config/policy/haproxy-allowed-extension.ts); null: none.
      */
     configPolicyExtension: string | null;
   };

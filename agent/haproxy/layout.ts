@@ -1,6 +1,5 @@
 // Where a load balancer's files live, relative to the agent's base directory.
 // Names follow Octavia's amphora agent so operators find what they expect.
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 
 export interface LoadBalancerFiles {
@@ -66,17 +65,3 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
 export function statsSocket(baseDir: string, lbId: string): string {
   return join(baseDir, `${lbId}.sock`);
 }
-
-/**
- * Octavia's -L peer name: base64 of SHA-1(amphora id) with '+' -> '_' and
- * '/' -> '-', '=' stripped, a leading '-' made 'x'. It must match the peer the
- * controller renders in the config's peers section.
- */
-export function peerName(amphoraId: string): string {
-  const b64 = createHash('sha1').update(amphoraId, 'utf8').digest('base64')
-    .replace(/\+/g, '_').replace(/\//g, '-').replace(/=+$/, '');
-  return b64.startsWith('-') ? `x${b64.slice(1)}` : b64;
-}
-
-/** How a member is named in reports, logs and the pending list: "backend/server". */
-export const memberKey = (backend: string, server: string): string => `${backend}/${server}`;

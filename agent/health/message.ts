@@ -2,8 +2,8 @@
 // rows and the previous absolute counters in, message and new counters out.
 // Listener stats are deltas since the last message (conns is absolute); a
 // counter that went backwards (haproxy restarted) counts from zero.
-import { AWAITING_CHECK } from '../haproxy/admission.js';
-import type { StatRow } from '../haproxy/stats.js';
+import { AWAITING_CHECK } from '../model/admission.js';
+import type { StatRow } from '../haproxy/process/stats.js';
 
 export interface ListenerCounters {
   bin: number;

@@ -18,7 +18,7 @@ import { lvsPoolStatus, parseIpVs, parseLvsConfig } from './lvs-status.js';
 import { run } from '../system/exec.js';
 import { stat } from 'node:fs/promises';
 import { addLvsListener, buildHeartbeat, type CounterStore, type HeartbeatMessage } from './message.js';
-import type { StatRow } from '../haproxy/stats.js';
+import type { StatRow } from '../haproxy/process/stats.js';
 
 /** The largest UDP payload over IPv4; the receiver reads at most 64 KiB. */
 export const MAX_DATAGRAM = 65_507;

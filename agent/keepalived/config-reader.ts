@@ -11,7 +11,7 @@
 // printable ASCII and tabs, `"` quotes that close on their line, `!` and `#`
 // comments, a `{` only at the end of a line and a `}` only alone on its line.
 // Everything else is refused with the line and the reason.
-import type { PolicyViolation } from '../haproxy/policy/types.js';
+import type { PolicyViolation } from '../haproxy/config/policy/types.js';
 
 /** One line as keepalived hands it to a keyword: its words with quotes removed. */
 export interface KeepalivedStatement {

@@ -37,7 +37,7 @@ export interface KeepalivedSettings {
   logFacility: number;
   processManager: 'direct' | 'systemd';
   unitDir: string;
-  /** [amphora_agent] config_policy: uploaded configs are judged (agent/haproxy/policy/keepalived-config.ts); on unless false. */
+  /** [amphora_agent] config_policy: uploaded configs are judged (agent/haproxy/config/policy/keepalived-config.ts); on unless false. */
   configPolicy?: boolean;
 }
 

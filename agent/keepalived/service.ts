@@ -4,8 +4,8 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TEMPLATES_DIR } from '../package-root.js';
-import { checkKeepalivedConfig, OCTAVIA_NAMESPACE, type KeepalivedConfigKind } from '../haproxy/policy/keepalived-config.js';
-import { PolicyRefusedError } from '../haproxy/policy/types.js';
+import { checkKeepalivedConfig, OCTAVIA_NAMESPACE, type KeepalivedConfigKind } from '../haproxy/config/policy/keepalived-config.js';
+import { PolicyRefusedError } from '../haproxy/config/policy/types.js';
 import { ensureHaproxyTrack, withHaproxyTrack } from './haproxy-track.js';
 import { ensureDir, exists, readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
 import {

@@ -5,7 +5,7 @@
 // background, so the network learns where the VIP lives now. Octavia 16 and
 // later do the same after an LVS (UDP/SCTP) listener starts.
 import type { ConfigStore } from '../config/store.js';
-import type { HaproxyEngine } from '../haproxy/engine.js';
+import type { HaproxyEngine } from '../haproxy/apply/engine.js';
 import { statsSocket } from '../haproxy/layout.js';
 import { lvsInstance, lvsListenerIds, lvsVirtualAddresses, updateHaproxyCheckScript } from '../keepalived/service.js';
 import type { Logger } from '../log.js';

@@ -5,13 +5,17 @@
 // a crt-list in the form Octavia's controller uploads, naming only this load
 // balancer's certificates. A body that is a path to another file, used as a
 // crt-list, would otherwise make the VIP serve that file's key.
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { AgentConfig } from '../config/agent-config.js';
 import { certificateDir as certificateDirOf } from '../config/layout.js';
 import { AgentError } from '../errors.js';
-import { crtListPathProblems, parseCrtList } from '../haproxy/policy/crt-list.js';
-import { readPem } from '../haproxy/policy/pem.js';
+import { crtListPathProblems, parseCrtList } from '../haproxy/config/policy/crt-list.js';
+import { readPem } from '../haproxy/config/policy/pem.js';
+import type { LoadBalancerSpec } from '../spec/types.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
+import { MissingCertificateError } from './service-errors.js';
+import { certificateFiles } from './spec-store.js';
 
 /** An uploaded certificate file that is neither PEM nor an allowed crt-list; nothing was written. */
 export class InvalidCertificateFileError extends AgentError {
@@ -69,4 +73,21 @@ export function removeCertificate(config: AgentConfig, lbId: string, name: strin
 
 export function removeCertificates(config: AgentConfig, lbId: string): Promise<void> {
   return removeTree(certificateDir(config, lbId));
+}
+
+/** sha256 of each certificate file the spec names (API 2.0); a missing file is an error the caller can fix. */
+export async function certificateFingerprints(config: AgentConfig, spec: LoadBalancerSpec): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const name of certificateFiles(spec)) {
+    const pem = await readTextIfExists(join(certificateDir(config, spec.id), name));
+    if (pem === null) throw new MissingCertificateError(name);
+    out[name] = createHash('sha256').update(pem).digest('hex');
+  }
+  return out;
+}
+
+/** A crt-list API 2.0 renders, written only when it changed. */
+export async function writeCrtList(config: AgentConfig, lbId: string, path: string, content: string): Promise<void> {
+  await ensureDir(certificateDir(config, lbId), 0o700);
+  if ((await readTextIfExists(path)) !== content) await writeFileAtomic(path, content, 0o600);
 }

@@ -1,8 +1,8 @@
 // What runs on this amphora, as API 1.0's GET /listeners and GET /details
 // report it: the haproxy frontends of every load balancer (from the config
 // haproxy accepted) and the LVS (UDP/SCTP) listeners of keepalived.
-import type { HaproxyEngine } from '../haproxy/engine.js';
-import { readConfig } from '../haproxy/config-reader.js';
+import type { HaproxyEngine } from '../haproxy/apply/engine.js';
+import { readConfig } from '../haproxy/config/config-reader.js';
 import { keepalivedPid } from '../keepalived/process.js';
 import { lvsInstance, lvsListenerIds, lvsStatus } from '../keepalived/service.js';
 import { readTextIfExists } from '../system/files.js';

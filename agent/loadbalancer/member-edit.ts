@@ -4,9 +4,9 @@
 // pool. The result is the config a whole render of the new spec gives (a
 // unit test holds the two together), at a cost that does not grow with the
 // load balancer. Pure.
-import type { EditedConfig } from '../haproxy/edited-config.js';
-import type { MemberEdit } from '../haproxy/pipeline.js';
-import type { MemberLines } from '../haproxy/plan.js';
+import type { EditedConfig } from '../haproxy/config/edited-config.js';
+import type { MemberEdit } from '../haproxy/apply/pipeline.js';
+import type { MemberLines } from '../haproxy/apply/plan.js';
 import type { MemberSpec } from '../spec/types.js';
 
 /**

@@ -2,7 +2,7 @@
 // does the exposition format and histogram buckets, which are easy to get
 // subtly wrong by hand.
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Supervision } from '../haproxy/supervision.js';
+import type { Supervision } from '../haproxy/process/supervision.js';
 import { lazyRequire } from '../lazy-require.js';
 import { isReload, type RecordedOutcome } from '../outcome.js';
 

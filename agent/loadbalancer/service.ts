@@ -4,92 +4,39 @@
 // ETag; everything for one load balancer runs under one lock, so concurrent
 // writers are applied one after the other and the files always hold one
 // whole spec and the config rendered from it.
-import { createHash } from 'node:crypto';
-import { join } from 'node:path';
 import type { ConfigStore } from '../config/store.js';
-import type { HaproxyEngine } from '../haproxy/engine.js';
-import type { ChangeReport, MemberEdit } from '../haproxy/pipeline.js';
-import { KeyedLock } from '../haproxy/keyed-lock.js';
+import type { HaproxyEngine } from '../haproxy/apply/engine.js';
+import type { ChangeReport, MemberEdit } from '../haproxy/apply/pipeline.js';
+import { KeyedLock } from '../haproxy/apply/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
-import type { AmphoraFacts, RenderedLoadBalancer, RenderTarget } from '../render/settings.js';
+import type { AmphoraFacts, RenderTarget } from '../render/settings.js';
 import { poolsById, withMember } from '../spec/pools.js';
-import type { LoadBalancerSpec, MemberSpec } from '../spec/types.js';
+import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../spec/types.js';
 import { validateMember, validateSpec } from '../spec/validate.js';
-import { ensureDir, readTextIfExists, writeFileAtomic, writeFilesAtomic, type FileContent } from '../system/files.js';
-import { afterHaproxyChange, afterLvsStart } from './announce.js';
-import { certificateDir, readCertificate, removeCertificate, removeCertificates, storeCertificate } from './certificates.js';
-import { describeChanges, describeMemberChange } from './changes.js';
-import { applyLvs, lvsInstance, lvsStatus, removeLvs } from '../keepalived/service.js';
-import { keepalivedSettings } from '../keepalived/process.js';
+import { ensureDir, writeFilesAtomic, type FileContent } from '../system/files.js';
+import { afterHaproxyChange } from './announce.js';
+import {
+  readCertificate, removeCertificate, removeCertificates, storeCertificate, writeCrtList,
+} from './certificates.js';
+import { describeMemberChange } from './changes.js';
 import { markHaproxy } from '../keepalived/haproxy-track.js';
-import { LVS_PROTOCOLS } from '../spec/types.js';
 import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
-import { isReload, type ApplyOutcome, type ApplyPlan, type PutResultWord } from '../outcome.js';
-import { stepName, type Plan } from '../haproxy/plan.js';
-import type { RuntimeStep } from '../haproxy/runtime-plan.js';
+import { isReload, type ApplyOutcome } from '../outcome.js';
+import type { Plan } from '../haproxy/apply/plan.js';
 import { recordedApply } from './recorded-apply.js';
 import {
-  certificateFiles, JOURNAL_LIMIT, journalLine, readStoredSpec, removeStoredSpec, specEtag, storedSpecText,
+  JOURNAL_LIMIT, journalLine, readStoredSpec, removeStoredSpec, specEtag, storedSpecText,
   type JournaledSpec, type MemberChange, type SpecFiles, type StoredSpec,
 } from './spec-store.js';
 import { editMember, sameMember } from './member-edit.js';
 import { loadBalancerStatus, supervisionStatus, type LoadBalancerStatus, type SupervisionStatus } from './status.js';
-import { AgentError } from '../errors.js';
-
-export class PreconditionFailedError extends AgentError {
-  readonly kind = 'precondition_failed';
-
-  constructor(readonly currentEtag: string | null) {
-    super(currentEtag === null ? 'the load balancer does not exist' : `the spec changed: its ETag is now ${currentEtag}`);
-  }
-}
-
-/** A member call names a load balancer or pool that is not there. */
-export class ObjectNotFoundError extends AgentError {
-  readonly kind = 'not_found';
-}
-
-/** The spec's id is not the load balancer of the path. */
-export class SpecMismatchError extends AgentError {
-  readonly kind = 'invalid_input';
-}
-
-export interface PutResult {
-  result: PutResultWord;
-  created: boolean;
-  etag: string;
-  changes: string[];
-  /** For runtime changes: the haproxy commands' subjects; for reloads, why. */
-  runtime: string[];
-  reloadReason: string | null;
-  /** Members still in maintenance until their first passing check. */
-  pending: string[];
-  /** UDP/SCTP listeners whose keepalived was restarted or removed. */
-  lvs: string[];
-  /** With dry_run: the rendered config and what applying it would do. */
-  config?: string;
-  plan?: ApplyPlan;
-}
-
-interface Prepared {
-  current: StoredSpec | null;
-  /** The stored spec has member calls in its journal. */
-  journaled: boolean;
-  next: StoredSpec;
-  rendered: RenderedLoadBalancer;
-  changes: string[];
-  certificatesChanged: boolean;
-  lvsAdded: string[];
-  lvsRemoved: string[];
-}
-
-export interface PutOptions {
-  ifMatch?: string;
-  dryRun?: boolean;
-}
-
-const sha256 = (data: string) => createHash('sha256').update(data).digest('hex');
+import { ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from './service-errors.js';
+import {
+  applyLvsListeners, lvsChanges, lvsListeners, lvsStatuses, removeLvsListeners, removeNewLvs,
+} from './lvs-listeners.js';
+import { forcedReload, prepareSpec, type Prepared } from './prepared-spec.js';
+import { plannedReport, reportedSteps, type PutOptions, type PutResult } from './put-result.js';
 
 export class LoadBalancerService {
   private readonly lock = new KeyedLock();
@@ -105,10 +52,6 @@ export class LoadBalancerService {
   constructor(private readonly deps: {
     engine: HaproxyEngine; config: ConfigStore; metrics: ApplyMetrics; log: Logger; amphora?: AmphoraFacts;
   }) {}
-
-  private certDir(lbId: string): string {
-    return certificateDir(this.deps.config.current, lbId);
-  }
 
   private specFiles(lbId: string): SpecFiles {
     const files = this.deps.engine.files(lbId);
@@ -148,7 +91,7 @@ export class LoadBalancerService {
 
   /** A whole spec rendered and applied; the caller holds the lock. */
   private async putSpec(lbId: string, spec: LoadBalancerSpec, current: JournaledSpec | null, opts: PutOptions, started: bigint): Promise<PutResult> {
-    const p = await this.prepare(spec, current);
+    const p = await prepareSpec(this.deps.config.current, await this.renderTarget(), spec, current);
     if (opts.dryRun) return this.dryRun(lbId, p);
     try {
       const applied = await recordedApply(this.deps, '2.0', lbId, async () => {
@@ -161,7 +104,7 @@ export class LoadBalancerService {
       return applied.out;
     } catch (err) {
       this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
-      await this.removeNewLvs(p.lvsAdded);
+      await removeNewLvs(this.deps, p.lvsAdded);
       throw err;
     }
   }
@@ -193,7 +136,7 @@ export class LoadBalancerService {
       const changes = describeMemberChange(poolId, was ?? null, member);
       if (opts.dryRun) {
         const plan = await this.deps.engine.planMemberEdit(lbId, edit);
-        return { ...this.planned(plan, []), result: 'dry_run', created: false, etag: next.etag, changes, config: edit.edited.text, pending: [] };
+        return { ...plannedReport(plan, []), result: 'dry_run', created: false, etag: next.etag, changes, config: edit.edited.text, pending: [] };
       }
       const change: MemberChange = { pool: poolId, member: memberId, ...(member ? { spec: member } : {}), etag: next.etag };
       // The journal's next state: as it is (the member did not change), one line longer, or folded into spec.json.
@@ -206,7 +149,7 @@ export class LoadBalancerService {
         const report = await this.deps.engine.applyMemberEdit(lbId, this.amphoraId(lbId), edit, companions);
         this.specs.set(lbId, after);
         const out: PutResult & { result: ApplyOutcome } = {
-          result: report.outcome, created: false, etag: next.etag, changes, ...this.reported(report, report.reloadReason, []),
+          result: report.outcome, created: false, etag: next.etag, changes, ...reportedSteps(report, report.reloadReason, []),
           pending: report.pending, lvs: [],
         };
         return { out, outcome: report.outcome, announce: isReload(report.outcome) ? true : null };
@@ -236,40 +179,15 @@ export class LoadBalancerService {
     return { initStateAtStartup: caps.initStateAtStartup, ...(this.deps.amphora ? { amphora: this.deps.amphora } : {}) };
   }
 
-  /** Everything decided before haproxy or keepalived is touched. */
-  private async prepare(spec: LoadBalancerSpec, journaled: JournaledSpec | null): Promise<Prepared> {
-    const current = journaled?.stored ?? null;
-    const rendered = renderLoadBalancer(spec, this.deps.config.current.render, await this.renderTarget());
-    const certificates = await this.certificateFingerprints(spec);
-    const lvsBefore = current ? lvsListeners(current.spec) : [];
-    const lvsNow = rendered.lvsConfigs.map((c) => c.listenerId);
-    return {
-      current, rendered, journaled: (journaled?.changes ?? 0) > 0,
-      next: { spec, etag: specEtag(spec), certificates },
-      changes: describeChanges(current?.spec ?? null, spec),
-      certificatesChanged: current !== null && JSON.stringify(certificates) !== JSON.stringify(current.certificates),
-      lvsAdded: lvsNow.filter((id) => !lvsBefore.includes(id)),
-      lvsRemoved: lvsBefore.filter((id) => !lvsNow.includes(id)),
-    };
-  }
-
   /** What apply() would do: the engine's plan for the config, as the apply would execute it, and the LVS listeners it would touch. */
   private async dryRun(lbId: string, p: Prepared): Promise<PutResult> {
     const config = p.rendered.haproxyConfig;
     const plan: Plan = config !== null
-      ? await this.deps.engine.plan(lbId, config, this.forcedReload(p))
+      ? await this.deps.engine.plan(lbId, config, forcedReload(p))
       : (await this.deps.engine.exists(lbId)) ? { kind: 'reload', reason: NO_HAPROXY_LEFT } : { kind: 'unchanged' };
     return {
-      ...this.planned(plan, await this.lvsChanges(p)),
+      ...plannedReport(plan, await lvsChanges(this.deps, p.rendered.lvsConfigs, p.lvsRemoved)),
       result: 'dry_run', created: p.current === null, etag: p.next.etag, changes: p.changes, config: config ?? '', pending: [],
-    };
-  }
-
-  /** A dry run's report of a plan: a keepalived restart makes it a reload. */
-  private planned(plan: Plan, lvs: string[]): Pick<PutResult, 'plan' | 'runtime' | 'reloadReason' | 'lvs'> {
-    return {
-      ...this.reported(plan.kind === 'runtime' ? { steps: plan.steps } : {}, plan.kind === 'reload' ? plan.reason : null, lvs),
-      plan: lvs.length > 0 && plan.kind !== 'reload' ? 'reload' : plan.kind, lvs,
     };
   }
 
@@ -286,8 +204,8 @@ export class LoadBalancerService {
       || JSON.stringify(p.current.certificates) !== JSON.stringify(p.next.certificates);
     let report: Pick<ChangeReport, 'outcome' | 'steps' | 'reloadReason' | 'pending'> = { outcome: 'unchanged', steps: [], reloadReason: null, pending: [] };
     if (config !== null) {
-      for (const f of p.rendered.crtLists) await this.writeCrtList(lbId, f.path, f.content);
-      const forceReload = this.forcedReload(p);
+      for (const f of p.rendered.crtLists) await writeCrtList(this.deps.config.current, lbId, f.path, f.content);
+      const forceReload = forcedReload(p);
       report = await this.deps.engine.apply(lbId, this.amphoraId(lbId), config, {
         companions: hasLvs || !specChanged ? [] : specFiles, ...(forceReload ? { forceReload } : {}),
       });
@@ -295,7 +213,7 @@ export class LoadBalancerService {
       await this.deps.engine.delete(lbId);
       report = { ...report, outcome: 'reloaded', reloadReason: NO_HAPROXY_LEFT };
     }
-    const lvs = hasLvs ? await this.applyLvsListeners(p) : [];
+    const lvs = hasLvs ? await applyLvsListeners(this.deps, p.rendered.lvsConfigs, p.lvsRemoved) : [];
     if (hasLvs && specChanged) {
       await ensureDir(this.deps.engine.files(lbId).dir, 0o755);
       await writeFilesAtomic(specFiles);
@@ -304,49 +222,13 @@ export class LoadBalancerService {
     const result = lvs.length > 0 && !isReload(report.outcome) ? 'reloaded' : report.outcome;
     return {
       result, created: p.current === null, etag: p.next.etag, changes: p.changes,
-      ...this.reported(report, report.reloadReason, lvs), pending: report.pending, lvs,
+      ...reportedSteps(report, report.reloadReason, lvs), pending: report.pending, lvs,
     };
-  }
-
-  /** A reload the spec needs whatever its members: a certificate file it names changed. */
-  private forcedReload(p: Prepared): string | null {
-    return p.certificatesChanged ? 'certificates changed' : null;
-  }
-
-  /** The report's runtime steps and reload reason; a keepalived restart is a reason too. */
-  private reported(r: { steps?: RuntimeStep[] }, reloadReason: string | null, lvs: string[]): { runtime: string[]; reloadReason: string | null } {
-    return { runtime: (r.steps ?? []).map(stepName), reloadReason: reloadReason ?? (lvs.length > 0 ? 'UDP/SCTP listeners changed' : null) };
-  }
-
-  /** The LVS listeners a spec's apply restarts or removes, as the report names them, without touching keepalived. */
-  private async lvsChanges(p: Prepared): Promise<string[]> {
-    const base = this.deps.config.current.haproxyAmphora.basePath;
-    const out: string[] = [];
-    for (const c of p.rendered.lvsConfigs) {
-      if ((await readTextIfExists(lvsInstance(base, c.listenerId).config)) !== c.content) out.push(`restarted ${c.listenerId}`);
-    }
-    return [...out, ...p.lvsRemoved.map((id) => `removed ${id}`)];
-  }
-
-  private async applyLvsListeners(p: Prepared): Promise<string[]> {
-    const base = this.deps.config.current.haproxyAmphora.basePath;
-    const settings = keepalivedSettings(this.deps.config.current, this.deps.engine.processManager);
-    const done: string[] = [];
-    for (const c of p.rendered.lvsConfigs) {
-      if (!(await applyLvs(base, settings, c.listenerId, c.content))) continue;
-      await afterLvsStart(this.deps, c.listenerId);
-      done.push(`restarted ${c.listenerId}`);
-    }
-    for (const id of p.lvsRemoved) {
-      await removeLvs(base, settings, id);
-      done.push(`removed ${id}`);
-    }
-    return done;
   }
 
   /**
    * At agent start: the load balancers whose config a killed agent held back
-   * after member calls (haproxy/deferred-config.ts) get their stored spec
+   * after member calls (haproxy/apply/deferred-config.ts) get their stored spec
    * applied again, as a whole-spec PUT of it would. Returns them.
    */
   async catchUp(): Promise<string[]> {
@@ -376,8 +258,7 @@ export class LoadBalancerService {
       const current = await this.stored(lbId);
       this.checkPrecondition(current, ifMatch);
       if (current === null && !(await this.deps.engine.exists(lbId))) return false;
-      const settings = keepalivedSettings(this.deps.config.current, this.deps.engine.processManager);
-      for (const id of current ? lvsListeners(current.spec) : []) await removeLvs(this.deps.config.current.haproxyAmphora.basePath, settings, id);
+      await removeLvsListeners(this.deps, current ? lvsListeners(current.spec) : []);
       await this.deps.engine.delete(lbId);
       await removeStoredSpec(this.specFiles(lbId));
       this.specs.set(lbId, null);
@@ -393,11 +274,7 @@ export class LoadBalancerService {
     if (!stored) return null;
     // Asked together: a haproxy that does not answer costs one socket timeout, not two.
     const [rows, haproxy] = await Promise.all([this.deps.engine.stats(lbId).catch(() => []), this.deps.engine.supervision(lbId)]);
-    const base = this.deps.config.current.haproxyAmphora.basePath;
-    const lvs: Record<string, string> = {};
-    for (const id of lvsListeners(stored.spec)) {
-      lvs[id] = await lvsStatus(base, id, (await readTextIfExists(lvsInstance(base, id).config)) ?? '');
-    }
+    const lvs = await lvsStatuses(this.deps, stored.spec);
     return { ...loadBalancerStatus(stored.spec, rows, lvs), haproxy: supervisionStatus(haproxy) };
   }
 
@@ -411,46 +288,11 @@ export class LoadBalancerService {
     return true;
   }
 
-  /** After a failed apply: UDP/SCTP listeners the stored spec does not have must not linger. */
-  private async removeNewLvs(ids: string[]): Promise<void> {
-    const settings = keepalivedSettings(this.deps.config.current, this.deps.engine.processManager);
-    for (const id of ids) {
-      await removeLvs(this.deps.config.current.haproxyAmphora.basePath, settings, id)
-        .catch((err: Error) => this.deps.log.warn({ listener: id, err: err.message }, 'cannot remove the LVS listener of a failed apply'));
-    }
-  }
-
   private amphoraId(lbId: string): string {
     return this.deps.config.current.amphoraAgent.amphoraId ?? lbId;
   }
 
-  /** sha256 of each certificate file the spec names; a missing file is an error the caller can fix. */
-  private async certificateFingerprints(spec: LoadBalancerSpec): Promise<Record<string, string>> {
-    const out: Record<string, string> = {};
-    for (const name of certificateFiles(spec)) {
-      const pem = await readTextIfExists(join(this.certDir(spec.id), name));
-      if (pem === null) throw new MissingCertificateError(name);
-      out[name] = sha256(pem);
-    }
-    return out;
-  }
-
-  private async writeCrtList(lbId: string, path: string, content: string): Promise<void> {
-    await ensureDir(this.certDir(lbId), 0o700);
-    if ((await readTextIfExists(path)) !== content) await writeFileAtomic(path, content, 0o600);
-  }
-}
-
-export class MissingCertificateError extends AgentError {
-  readonly kind = 'conflict';
-
-  constructor(readonly file: string) {
-    super(`certificate file "${file}" has not been uploaded (PUT /2.0/loadbalancers/{id}/certificates/${file})`);
-  }
 }
 
 const NO_HAPROXY_LEFT = 'no haproxy listeners left';
 
-function lvsListeners(spec: LoadBalancerSpec): string[] {
-  return spec.listeners.filter((l) => LVS_PROTOCOLS.includes(l.protocol)).map((l) => l.id);
-}

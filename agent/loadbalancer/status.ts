@@ -2,11 +2,11 @@
 // from haproxy the way the heartbeat reads it and mapped to Octavia's
 // operating statuses the way the health manager maps heartbeat values, and
 // haproxy's supervision as GET /2.0/loadbalancers/<id>/status shows it. Pure.
-import { AWAITING_CHECK } from '../haproxy/admission.js';
-import type { Supervision } from '../haproxy/supervision.js';
-import type { UnitState } from '../haproxy/systemd-unit.js';
+import { AWAITING_CHECK } from '../model/admission.js';
+import type { Supervision } from '../haproxy/process/supervision.js';
+import type { UnitState } from '../haproxy/process/systemd-unit.js';
 import { buildHeartbeat, poolStatuses } from '../health/message.js';
-import type { StatRow } from '../haproxy/stats.js';
+import type { StatRow } from '../haproxy/process/stats.js';
 import type { LoadBalancerSpec } from '../spec/types.js';
 
 export interface LoadBalancerStatus {

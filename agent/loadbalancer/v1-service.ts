@@ -4,11 +4,11 @@
 // in Octavia's agent; each method here does one such request's work, and
 // the router only turns its result or typed error into HTTP.
 import type { ConfigStore } from '../config/store.js';
-import type { HaproxyEngine } from '../haproxy/engine.js';
-import { judgeHaproxyConfig } from '../haproxy/policy/judge.js';
+import type { HaproxyEngine } from '../haproxy/apply/engine.js';
+import { judgeHaproxyConfig } from '../haproxy/config/policy/judge.js';
 import { readAmphoraFacts } from '../info/amphora-facts.js';
-import { readPolicyExtension } from '../haproxy/policy/haproxy-allowed-extension.js';
-import { PolicyRefusedError, type PolicyContext } from '../haproxy/policy/types.js';
+import { readPolicyExtension } from '../haproxy/config/policy/haproxy-allowed-extension.js';
+import { PolicyRefusedError, type PolicyContext } from '../haproxy/config/policy/types.js';
 import { statsSocket } from '../haproxy/layout.js';
 import {
   keepalivedPid, keepalivedSettings, reloadKeepalived, startKeepalived, stopKeepalived, type KeepalivedSettings,

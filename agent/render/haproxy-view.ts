@@ -1,157 +1,26 @@
 // Spec -> the plain data haproxy.cfg.njk lays out. Every decision that needs
 // code (defaults, which pools get a backend, sums, escaping, file paths) is
-// made here; the templates own the haproxy syntax. Pure.
-import { isIPv6 } from 'node:net';
+// made here; the templates own the haproxy syntax. Pure. The view's types,
+// the spec-to-word mappings and the sizing from the amphora are modules of
+// their own (haproxy-view-types.ts, haproxy-words.ts, amphora-tuning.ts).
 import { join } from 'node:path';
 import { certificateDir } from '../config/layout.js';
-import { admit } from '../haproxy/admission.js';
-import { peerName } from '../haproxy/layout.js';
+import { admit } from '../model/admission.js';
+import { peerName } from '../model/names.js';
 import {
   LVS_PROTOCOLS, type HealthMonitorSpec, type L7PolicySpec, type L7RuleSpec, type ListenerSpec,
   type LoadBalancerSpec, type MemberSpec, type PoolSpec,
 } from '../spec/types.js';
-import type { AmphoraFacts, RenderSettings, RenderTarget } from './settings.js';
-import { splitCiphers, versionsUse } from '../spec/ciphers.js';
+import type { RenderSettings, RenderTarget } from './settings.js';
 import { defaultPoolOf, poolsById } from '../spec/pools.js';
+import { haproxyThreads, sslCacheSize } from './amphora-tuning.js';
+import type { HaproxyView, ListenerView, MemberView, MonitorView, PolicyView, PoolView } from './haproxy-view-types.js';
+import { acl, cipherWords, disabledVersions, expectedCodes, haproxyAddress, haproxyWord } from './haproxy-words.js';
 
 /** haproxy's ceiling for a global maxconn, and Octavia's. */
 const MAX_MAXCONN = 1000000;
 
-/**
- * One word for haproxy's config parser: backslash, space, '#' and quotes are
- * escaped so the value reaches haproxy as written (control characters never
- * get this far: the schema refuses them).
- */
-export function haproxyWord(value: string): string {
-  return value.replace(/[\\ #"']/g, (c) => `\\${c}`);
-}
-
-/**
- * An address for haproxy: IPv6 in brackets. Unbracketed, haproxy reads the
- * last ':' group as a port, so `addr 2001:db8::9` fails and a server at
- * `2001:db8::` would be misread (Octavia writes them bare).
- */
-export function haproxyAddress(ip: string, port?: number): string {
-  const host = isIPv6(ip) ? `[${ip}]` : ip;
-  return port === undefined ? host : `${host}:${port}`;
-}
-
-export interface MemberView {
-  id: string;
-  /** address:port, IPv6 bracketed. */
-  address: string;
-  weight: number;
-  enabled: boolean;
-  backup: boolean;
-  monitorAddress?: string;
-  monitorPort?: number;
-}
-
-export interface MonitorView {
-  type: string;
-  delay: number;
-  timeout: number;
-  rise: number;
-  fall: number;
-  method: string;
-  path: string;
-  /** HTTP version word, "1.0"/"1.1", or '' for haproxy's default. */
-  version: string;
-  host: string;
-  /** Expected status codes as a regex alternation, sorted. */
-  codes: string;
-}
-
-export interface PoolView {
-  id: string;
-  backend: string;
-  mode: 'http' | 'tcp';
-  httpReuse: boolean;
-  balance: string;
-  persistence: { type: string; cookie: string; peers: string; size: string } | null;
-  monitor: MonitorView | null;
-  ping: boolean;
-  proxyProtocol: '' | 'send-proxy' | 'send-proxy-v2' | 'send-proxy-v2-ssl-cn';
-  tls: {
-    clientCert: string;
-    ca: string;
-    crl: string;
-    verify: string;
-    ciphers: string;
-    ciphersuites: string;
-    disabledVersions: string[];
-    alpn: string;
-  } | null;
-  /** `check-alpn` word for the health checks of a TLS pool with ALPN, or ''. */
-  checkAlpn: string;
-  /** Members start with `init-state fully-down` (admission.ts, load path). */
-  startFullyDown: boolean;
-  headers: { name: string; value: string }[];
-  fullconn: number;
-  timeoutConnect: number;
-  timeoutServer: number;
-  members: MemberView[];
-}
-
-export interface AclView {
-  id: string;
-  fetch: string;
-  match: string;
-  value: string;
-}
-
-export interface PolicyView {
-  acls: AclView[];
-  /** `!id` or `id` per rule: the ACLs are ANDed. */
-  condition: string;
-  action: string;
-  redirectCode: number | null;
-  target: string;
-}
-
-export interface ListenerView {
-  id: string;
-  mode: 'http' | 'tcp';
-  maxconn: number;
-  redirectToHttps: boolean;
-  hsts: string;
-  binds: string[];
-  bindOptions: string;
-  policies: PolicyView[];
-  defaultBackend: string;
-  timeoutClient: number;
-  inspectDelay: number;
-  prometheus: boolean;
-  logFormat: string;
-  pools: PoolView[];
-}
-
-export interface HaproxyView {
-  lbId: string;
-  userLogFacility: number;
-  administrativeLogFacility: number;
-  statsSocket: string;
-  stateFile: string;
-  maxconn: number;
-  /** tune.ssl.cachesize, or null for haproxy's default. */
-  sslCacheSize: number | null;
-  /** nbthread (and cpu-map of threads 1..n to CPUs 1..n), or null for haproxy's default. */
-  threads: number | null;
-  externalCheck: boolean;
-  connectionLogging: boolean;
-  peers: { name: string; members: { name: string; address: string }[] } | null;
-  prometheus: boolean;
-  listeners: ListenerView[];
-  pingCommand: string;
-}
-
 const BALANCE: Record<string, string> = { ROUND_ROBIN: 'roundrobin', LEAST_CONNECTIONS: 'leastconn', SOURCE_IP: 'source' };
-const MATCH: Record<string, string> = {
-  REGEX: '-m reg', STARTS_WITH: '-m beg', ENDS_WITH: '-m end', CONTAINS: '-m sub', EQUAL_TO: '-m str',
-};
-const TLS_VERSION_FLAGS: [string, string][] = [
-  ['SSLv3', 'no-sslv3'], ['TLSv1', 'no-tlsv10'], ['TLSv1.1', 'no-tlsv11'], ['TLSv1.2', 'no-tlsv12'], ['TLSv1.3', 'no-tlsv13'],
-];
 const CLIENT_AUTH: Record<string, string> = { NONE: 'none', OPTIONAL: 'optional', MANDATORY: 'required' };
 const SSL_HEADERS: [string, string][] = [
   ['X-SSL-Client-Verify', '%[ssl_c_verify]'],
@@ -166,16 +35,6 @@ const SSL_HEADERS: [string, string][] = [
 
 export function peersName(lbId: string): string {
   return `${lbId.replace(/-/g, '')}_peers`;
-}
-
-/** Octavia's expected_codes forms ("200", "200, 202", "200-204") as a sorted list of codes. */
-export function expectedCodes(codes: string): number[] {
-  const out = new Set<number>();
-  for (const part of codes.split(/, */)) {
-    const [lo, hi] = part.split('-').map(Number) as [number, number | undefined];
-    for (let c = lo; c <= (hi ?? lo); c++) out.add(c);
-  }
-  return [...out].sort((a, b) => a - b);
 }
 
 function enabledHeader(l: ListenerSpec, name: string): boolean {
@@ -428,66 +287,4 @@ function memberView(m: MemberSpec): MemberView {
     ...(m.monitor_address !== undefined ? { monitorAddress: haproxyAddress(m.monitor_address) } : {}),
     ...(m.monitor_port !== undefined ? { monitorPort: m.monitor_port } : {}),
   };
-}
-
-/**
- * tls_ciphers as haproxy's `ciphers` and `ciphersuites` words; a list the
- * allowed versions never use is left out (Octavia 19), and each keeps the
- * spec's order, which is the server's preference (Octavia 19 sorts them).
- */
-function cipherWords(list: string | undefined, versions: string[] | undefined): { ciphers: string; ciphersuites: string } {
-  if (list === undefined) return { ciphers: '', ciphersuites: '' };
-  const { legacy, tls13 } = splitCiphers(list);
-  const use = versionsUse(versions);
-  return { ciphers: use.legacy ? legacy.join(':') : '', ciphersuites: use.tls13 ? tls13.join(':') : '' };
-}
-
-/**
- * Octavia 19's SSL session cache: 2/5 of the memory left after 32 kB per
- * connection (two sockets' buffers), at about 250 bytes per entry; below
- * haproxy's own default (20000 entries, 5000 kB) it keeps the default. 19
- * took 2/5 instead of 16's 1/2 because a reload briefly runs the old and the
- * new process, each with its cache, and the amphora ran out of memory (LP #2119987).
- */
-export function sslCacheSize(facts: AmphoraFacts, maxconn: number): number | null {
-  const { free, buffers, cached } = facts.memoryKb;
-  const cacheKb = Math.floor(((free + buffers + cached - 32 * maxconn) * 2) / 5);
-  return cacheKb > 5000 ? cacheKb * 4 : null;
-}
-
-/**
- * Octavia 19's CPU pinning under the amphora TuneD profile: one thread per
- * CPU but the first (which the profile leaves to the kernel and the agent).
- */
-export function haproxyThreads(facts: AmphoraFacts): number | null {
-  return facts.tunedProfiles.includes('amphora') && facts.cpuCount > 1 ? facts.cpuCount - 1 : null;
-}
-
-function disabledVersions(versions: string[] | undefined): string[] {
-  if (versions === undefined) return [];
-  return TLS_VERSION_FLAGS.filter(([v]) => !versions.includes(v)).map(([, flag]) => flag);
-}
-
-function acl(r: L7RuleSpec): AclView {
-  const value = haproxyWord(r.value);
-  const match = MATCH[r.compare_type]!;
-  switch (r.type) {
-    case 'HOST_NAME':
-      return { id: r.id, fetch: 'req.hdr(host) -i', match, value };
-    case 'PATH':
-      return { id: r.id, fetch: 'path', match, value };
-    case 'FILE_TYPE':
-      // path_end already matches a suffix: "-m str" would compare the whole path (haproxy issue 2567).
-      return { id: r.id, fetch: 'path_end', match: r.compare_type === 'EQUAL_TO' ? '' : match, value };
-    case 'HEADER':
-      return { id: r.id, fetch: `req.hdr(${r.key})`, match, value };
-    case 'COOKIE':
-      return { id: r.id, fetch: `req.cook(${r.key})`, match, value };
-    case 'SSL_CONN_HAS_CERT':
-      return { id: r.id, fetch: 'ssl_c_used', match: '', value: '' };
-    case 'SSL_VERIFY_RESULT':
-      return { id: r.id, fetch: 'ssl_c_verify', match: 'eq', value };
-    case 'SSL_DN_FIELD':
-      return { id: r.id, fetch: `ssl_c_s_dn(${r.key})`, match, value };
-  }
 }

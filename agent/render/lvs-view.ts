@@ -3,7 +3,7 @@
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
 import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from '../spec/types.js';
-import { expectedCodes } from './haproxy-view.js';
+import { expectedCodes } from './haproxy-words.js';
 import { defaultPoolOf, poolsById } from '../spec/pools.js';
 import { granularityFor } from '../spec/netmask.js';
 import type { RenderSettings } from './settings.js';

@@ -1,6 +1,6 @@
 // Where the agent runs external commands. Everything else asks for a command
 // to be run here, so tests and the network namespace wrapper apply to all.
-// One exception: the capability probe (haproxy/capabilities.ts) starts its
+// One exception: the capability probe (haproxy/process/capabilities.ts) starts its
 // throwaway haproxy itself, as a child it watches and kills.
 import { open, readFile } from 'node:fs/promises';
 import { spawn } from 'node:child_process';

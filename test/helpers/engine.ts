@@ -1,11 +1,11 @@
 // An engine as the agent builds it, pointed at a test directory, a test
 // namespace and one of the haproxy binaries under test.
 import { join } from 'node:path';
-import { HaproxyEngine } from '../../agent/haproxy/engine.js';
-import type { LoadReport } from '../../agent/haproxy/loader.js';
-import { DirectSupervisor } from '../../agent/haproxy/process.js';
-import { workerCommand } from '../../agent/haproxy/master-cli.js';
-import { parseServerState, type ServerStateEntry } from '../../agent/haproxy/server-state.js';
+import { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';
+import type { LoadReport } from '../../agent/haproxy/apply/loader.js';
+import { DirectSupervisor } from '../../agent/haproxy/process/process.js';
+import { workerCommand } from '../../agent/haproxy/process/master-cli.js';
+import { parseServerState, type ServerStateEntry } from '../../agent/haproxy/config/server-state.js';
 import { rootLogger } from '../../agent/log.js';
 import type { HaproxyUnderTest } from './haproxies.js';
 

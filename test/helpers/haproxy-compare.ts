@@ -19,7 +19,7 @@
 // diffConfigs(ours, theirs) reports what `ours` lacks ('missing-*') or has in
 // addition ('extra-*') compared with `theirs` (the reference).
 
-import { tokenizeLine } from '../../agent/haproxy/config-reader.js';
+import { tokenizeLine } from '../../agent/haproxy/config/tokenizer.js';
 
 export type DifferenceKind = 'missing-section' | 'extra-section' | 'missing-line' | 'extra-line' | 'server-option' | 'order';
 

@@ -1,4 +1,4 @@
-// The haproxy configs the allow-list (agent/haproxy/policy/haproxy-allowed.ts)
+// The haproxy configs the allow-list (agent/haproxy/config/policy/haproxy-allowed.ts)
 // is derived from: every fixture spec rendered by the JinjaTemplater of
 // Octavia 11, 16 and 19 and by the agent's own 2.0 renderer, with the
 // features the settings switch on (connection logging on and off, TLS
@@ -6,7 +6,7 @@
 // Octavia's legacy health checks as the agent rewrites them for haproxy 2.7+.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { translateLegacyHttpchk } from '../../agent/haproxy/legacy-httpchk.js';
+import { translateLegacyHttpchk } from '../../agent/haproxy/config/legacy-httpchk.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts, type RenderSettings } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';

@@ -16,8 +16,8 @@ import { CHECK_PATH, TestBackend } from '../helpers/backend.js';
 import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
 import { assertServedWithoutReload, startAgent, type AgentUnderTest } from '../helpers/agent-process.js';
 import { apiRequest } from '../helpers/api-client.js';
-import { masterCommand, parseShowProc, workerCommand } from '../../agent/haproxy/master-cli.js';
-import { parseServerState } from '../../agent/haproxy/server-state.js';
+import { masterCommand, parseShowProc, workerCommand } from '../../agent/haproxy/process/master-cli.js';
+import { parseServerState } from '../../agent/haproxy/config/server-state.js';
 
 const LB = 'lb-members';
 const POOL = 'p-web';

@@ -1,7 +1,7 @@
 // The capability probe against every real binary of the matrix.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { probeHaproxy } from '../../agent/haproxy/capabilities.js';
+import { probeHaproxy } from '../../agent/haproxy/process/capabilities.js';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 
 for (const h of HAPROXIES) {

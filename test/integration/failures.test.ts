@@ -15,11 +15,11 @@ import { LoadGenerator, sleep, waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 import { testPorts } from '../helpers/ports.js';
-import { workerCommand } from '../../agent/haproxy/master-cli.js';
+import { workerCommand } from '../../agent/haproxy/process/master-cli.js';
 import { HaproxyFailedError, InvalidConfigError } from '../../agent/haproxy/errors.js';
-import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
-import { restartDead } from '../../agent/haproxy/watchdog.js';
-import { probeHaproxy } from '../../agent/haproxy/capabilities.js';
+import type { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';
+import { restartDead } from '../../agent/haproxy/process/watchdog.js';
+import { probeHaproxy } from '../../agent/haproxy/process/capabilities.js';
 import { rootLogger } from '../../agent/log.js';
 
 const PORTS = testPorts('failures');

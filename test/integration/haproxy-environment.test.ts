@@ -19,10 +19,10 @@ import { waitFor } from '../helpers/load.js';
 import { testPorts } from '../helpers/ports.js';
 import { applyConfig, testEngine } from '../helpers/engine.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
-import { currentWorker, masterCommand, parseShowProc } from '../../agent/haproxy/master-cli.js';
-import { haproxyEnvironment } from '../../agent/haproxy/environment.js';
-import { probeHaproxy } from '../../agent/haproxy/capabilities.js';
-import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
+import { currentWorker, masterCommand, parseShowProc } from '../../agent/haproxy/process/master-cli.js';
+import { haproxyEnvironment } from '../../agent/haproxy/process/environment.js';
+import { probeHaproxy } from '../../agent/haproxy/process/capabilities.js';
+import type { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';
 
 const PORTS = testPorts('haproxy-environment');
 const LISTENER = PORTS.range(HAPROXIES.length);

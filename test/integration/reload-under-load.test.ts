@@ -10,7 +10,7 @@ import { LoadGenerator, waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 import { testPorts } from '../helpers/ports.js';
-import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
+import type { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';
 import { readFile } from 'node:fs/promises';
 
 const PORTS = testPorts('reload-under-load');

@@ -15,9 +15,9 @@ import { waitFor } from '../helpers/load.js';
 import { testPorts } from '../helpers/ports.js';
 import { applyConfig, serverStates, testEngine } from '../helpers/engine.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
-import { workerCommand } from '../../agent/haproxy/master-cli.js';
-import { parseShowStat } from '../../agent/haproxy/stats.js';
-import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
+import { workerCommand } from '../../agent/haproxy/process/master-cli.js';
+import { parseShowStat } from '../../agent/haproxy/process/stats.js';
+import type { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';
 
 const PORTS = testPorts('runtime-cli-injection');
 const LISTENER = PORTS.range(HAPROXIES.length);

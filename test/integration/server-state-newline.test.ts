@@ -14,7 +14,7 @@ import { waitFor } from '../helpers/load.js';
 import { testPorts } from '../helpers/ports.js';
 import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
-import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
+import type { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';
 
 const PORTS = testPorts('server-state-newline');
 const LISTENER_PORT = PORTS.one();

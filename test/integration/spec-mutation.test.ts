@@ -15,7 +15,7 @@ import { SpecError, validateSpec } from '../../agent/spec/validate.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type RenderTarget } from '../../agent/render/settings.js';
 import { checkSpec, UsageError } from '../../agent/cli/render.js';
-import { haproxyCapabilities } from '../../agent/haproxy/capabilities.js';
+import { haproxyCapabilities } from '../../agent/haproxy/process/capabilities.js';
 import type { LoadBalancerSpec } from '../../agent/spec/types.js';
 
 const MUTANTS = 1000;

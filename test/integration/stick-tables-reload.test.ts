@@ -4,7 +4,7 @@
 // takes haproxy's 5 s remote timeout after a start. A reload right after the
 // start, or right after another reload, used to leave the new worker with an
 // empty table: every client balanced afresh. The agent now waits for the
-// lesson to end before reloading (agent/haproxy/peers-resync.ts).
+// lesson to end before reloading (agent/haproxy/process/peers-resync.ts).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loud } from '../helpers/hooks.js';
@@ -15,9 +15,9 @@ import { LoadGenerator, waitFor } from '../helpers/load.js';
 import { octaviaStyleConfig } from '../helpers/octavia-config.js';
 import { applyConfig, serverStates, testEngine } from '../helpers/engine.js';
 import { testPorts } from '../helpers/ports.js';
-import { workerCommand } from '../../agent/haproxy/master-cli.js';
-import { peerName } from '../../agent/haproxy/layout.js';
-import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
+import { workerCommand } from '../../agent/haproxy/process/master-cli.js';
+import { peerName } from '../../agent/model/names.js';
+import type { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';
 
 const PORTS = testPorts('stick-tables-reload');
 const [M1, M2] = [PORTS.one(), PORTS.one()];

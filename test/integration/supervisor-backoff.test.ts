@@ -15,7 +15,7 @@ import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-
 import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { isProcessAlive } from '../../agent/system/proc.js';
-import { DEFAULT_RESTART_POLICY } from '../../agent/haproxy/restart-backoff.js';
+import { DEFAULT_RESTART_POLICY } from '../../agent/haproxy/process/restart-backoff.js';
 
 // bookworm's 2.6 and the image's 3.0: the supervisor does not depend on the version.
 const UNDER_TEST = HAPROXIES.slice(0, 2);

@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SystemdSupervisor } from '../../agent/haproxy/systemd.js';
+import { SystemdSupervisor } from '../../agent/haproxy/process/systemd.js';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
 import { testDir } from '../helpers/haproxies.js';
 import { testPorts } from '../helpers/ports.js';

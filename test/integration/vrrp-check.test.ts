@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { statsSocket } from '../../agent/haproxy/layout.js';
 import { updateHaproxyCheckScript, uploadVrrp, VRRP_CHECK_SCRIPT } from '../../agent/keepalived/service.js';
-import type { HaproxyEngine } from '../../agent/haproxy/engine.js';
+import type { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { applyConfig, testEngine } from '../helpers/engine.js';
 import { loud } from '../helpers/hooks.js';

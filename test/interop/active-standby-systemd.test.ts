@@ -21,7 +21,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
-import { currentWorker, masterCommand, parseShowProc } from '../../agent/haproxy/master-cli.js';
+import { currentWorker, masterCommand, parseShowProc } from '../../agent/haproxy/process/master-cli.js';
 import { BASE_PATH, SystemdActiveStandbyRig, type ContainerAmphora } from '../helpers/active-standby-systemd.js';
 import { CLIENT_SOURCES, figures, vipArrival, type LbSpec } from '../helpers/active-standby.js';
 import { ciImageTar, ImageRoot } from '../helpers/amphora-container.js';

@@ -15,7 +15,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { currentWorker, masterCommand, parseShowProc, workerCommand } from '../../agent/haproxy/master-cli.js';
+import { currentWorker, masterCommand, parseShowProc, workerCommand } from '../../agent/haproxy/process/master-cli.js';
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
 import { HAPROXIES, INTEROP_PAIRS, type InteropPair } from '../helpers/haproxies.js';
 import { loud } from '../helpers/hooks.js';

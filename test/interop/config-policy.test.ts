@@ -1,4 +1,4 @@
-// The config policy (agent/haproxy/policy/haproxy-config.ts) against real Octavia and
+// The config policy (agent/haproxy/config/policy/haproxy-config.ts) against real Octavia and
 // real haproxy:
 //  - every config the JinjaTemplater of Octavia 11, 16 and 19 renders for the
 //    fixture load balancers passes it;
@@ -27,7 +27,7 @@ import { apiRequest } from '../helpers/api-client.js';
 import { TestBackend } from '../helpers/backend.js';
 import { waitFor } from '../helpers/load.js';
 import { forOctavia, OctaviaRenderer, octaviaSettings, type OctaviaSettings } from '../helpers/octavia-render.js';
-import { checkConfigPolicy } from '../../agent/haproxy/policy/haproxy-config.js';
+import { checkConfigPolicy } from '../../agent/haproxy/config/policy/haproxy-config.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 import type { LoadBalancerSpec } from '../../agent/spec/types.js';

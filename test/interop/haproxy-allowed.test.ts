@@ -1,4 +1,4 @@
-// The allow-list (agent/haproxy/policy/haproxy-allowed.ts) regenerated from the
+// The allow-list (agent/haproxy/config/policy/haproxy-allowed.ts) regenerated from the
 // renders and compared: every fixture spec rendered by the JinjaTemplater of
 // Octavia 11, 16 and 19 and by the agent's 2.0 renderer, with the features the
 // settings switch on (test/helpers/policy-corpus.ts), must pass the policy
@@ -11,9 +11,10 @@ import { loud } from '../helpers/hooks.js';
 import { OCTAVIAS } from '../helpers/haproxies.js';
 import { OctaviaRenderer } from '../helpers/octavia-render.js';
 import { agentCorpus, octaviaCorpus, type CorpusConfig } from '../helpers/policy-corpus.js';
-import { OCTAVIA_ALLOWED, type AllowList } from '../../agent/haproxy/policy/haproxy-allowed.js';
-import { compileAllowList, readConfigPolicy } from '../../agent/haproxy/policy/haproxy-config.js';
-import type { PolicyContext } from '../../agent/haproxy/policy/types.js';
+import { OCTAVIA_ALLOWED, type AllowList } from '../../agent/haproxy/config/policy/haproxy-allowed.js';
+import { compileAllowList } from '../../agent/haproxy/config/policy/haproxy-allow-list.js';
+import { readConfigPolicy } from '../../agent/haproxy/config/policy/haproxy-config.js';
+import type { PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 
 const t = suite('the allow-list is exactly what Octavia 11/16/19 and the 2.0 renderer render');
 let corpus: CorpusConfig[] = [];

@@ -15,7 +15,7 @@ import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-
 import { testPorts } from '../helpers/ports.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { HeartbeatReceiver } from '../helpers/heartbeat-receiver.js';
-import { masterCommand, workerCommand } from '../../agent/haproxy/master-cli.js';
+import { masterCommand, workerCommand } from '../../agent/haproxy/process/master-cli.js';
 import { encodeHeartbeat } from '../../agent/health/envelope.js';
 
 const PORTS = testPorts('heartbeat');

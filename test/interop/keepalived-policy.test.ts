@@ -1,4 +1,4 @@
-// The keepalived policy (agent/haproxy/policy/keepalived-config.ts) against
+// The keepalived policy (agent/haproxy/config/policy/keepalived-config.ts) against
 // the real things: the VRRP configs Octavia 11, 16 and 19's
 // KeepalivedJinjaTemplater renders and the LVS configs their LvsJinjaTemplater
 // and the agent's renderer write pass it, and keepalived 2.2 and 2.3 accept
@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { checkKeepalivedConfig, OCTAVIA_NAMESPACE, type KeepalivedConfigKind } from '../../agent/haproxy/policy/keepalived-config.js';
+import { checkKeepalivedConfig, OCTAVIA_NAMESPACE, type KeepalivedConfigKind } from '../../agent/haproxy/config/policy/keepalived-config.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';

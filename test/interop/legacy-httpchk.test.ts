@@ -1,7 +1,7 @@
 // Interop: Octavia 11's and 16's controller (client + JinjaTemplater) with an
 // HTTP health monitor that has an HTTP version. Those releases hide the
 // version's headers in `option httpchk`, which haproxy 2.7+ refuses; the agent
-// translates it for such binaries (agent/haproxy/legacy-httpchk.ts). Checked
+// translates it for such binaries (agent/haproxy/config/legacy-httpchk.ts). Checked
 // here: the upload is accepted, GET still returns what was uploaded, the
 // reload works, the check really sends that request line and Host header, and
 // a failing member goes DOWN. On 2.6 nothing is translated.
@@ -18,7 +18,7 @@ import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-
 import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
-import { haproxyCapabilities } from '../../agent/haproxy/capabilities.js';
+import { haproxyCapabilities } from '../../agent/haproxy/process/capabilities.js';
 
 const PORTS = testPorts('legacy-httpchk');
 const [AGENT, M1, M2] = [PORTS.range(HAPROXIES.length), PORTS.range(HAPROXIES.length), PORTS.range(HAPROXIES.length)];

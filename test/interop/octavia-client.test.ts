@@ -17,7 +17,7 @@ import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { issue } from '../helpers/certs.js';
-import { currentWorker } from '../../agent/haproxy/master-cli.js';
+import { currentWorker } from '../../agent/haproxy/process/master-cli.js';
 
 const PORTS = testPorts('octavia-client');
 const AGENT = PORTS.range(INTEROP_PAIRS.length);

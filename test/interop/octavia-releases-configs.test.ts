@@ -15,10 +15,10 @@ import { fixtureWorkspace } from '../helpers/fixture-certs.js';
 import { OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
-import { readConfig } from '../../agent/haproxy/config-reader.js';
-import { planRuntime } from '../../agent/haproxy/runtime-plan.js';
-import { haproxyCapabilities } from '../../agent/haproxy/capabilities.js';
-import { runnableConfig } from '../../agent/haproxy/runnable.js';
+import { readConfig } from '../../agent/haproxy/config/config-reader.js';
+import { planRuntime } from '../../agent/haproxy/apply/runtime-plan.js';
+import { haproxyCapabilities } from '../../agent/haproxy/process/capabilities.js';
+import { runnableConfig } from '../../agent/haproxy/config/runnable.js';
 import type { LoadBalancerSpec } from '../../agent/spec/types.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');

@@ -17,7 +17,7 @@ import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-
 import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
-import { currentWorker } from '../../agent/haproxy/master-cli.js';
+import { currentWorker } from '../../agent/haproxy/process/master-cli.js';
 
 const PORTS = testPorts('octavia-releases');
 const AGENT = PORTS.range(16);

@@ -1,4 +1,4 @@
-// The bounds on what haproxy reserves at start (agent/haproxy/policy/bounds.ts)
+// The bounds on what haproxy reserves at start (agent/haproxy/config/policy/bounds.ts)
 // against real Octavia and real haproxy:
 //  - every fixture as Octavia 11, 16 and 19 render it at their defaults
 //    (maxconn 50000) for a 1 GB, 1 vCPU amphora passes, and for a 4-vCPU one
@@ -24,8 +24,8 @@ import { TestBackend } from '../helpers/backend.js';
 import { waitFor } from '../helpers/load.js';
 import { testPorts } from '../helpers/ports.js';
 import { forOctavia, OctaviaRenderer, octaviaSettings, type OctaviaAmpDetails } from '../helpers/octavia-render.js';
-import { checkBounds } from '../../agent/haproxy/policy/bounds.js';
-import type { PolicyContext } from '../../agent/haproxy/policy/types.js';
+import { checkBounds } from '../../agent/haproxy/config/policy/bounds.js';
+import type { PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 import type { LoadBalancerSpec } from '../../agent/spec/types.js';

@@ -7,7 +7,8 @@
 // semantically identical. Anything not listed here is a parity bug.
 import type { LoadBalancerSpec, PoolSpec } from '../../agent/spec/types.js';
 import type { AmphoraFacts } from '../../agent/render/settings.js';
-import { haproxyWord, sslCacheSize } from '../../agent/render/haproxy-view.js';
+import { sslCacheSize } from '../../agent/render/amphora-tuning.js';
+import { haproxyWord } from '../../agent/render/haproxy-words.js';
 import { granularityFor } from '../../agent/spec/netmask.js';
 import { TLS13_CIPHERSUITES } from '../../agent/spec/ciphers.js';
 

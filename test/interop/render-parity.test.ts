@@ -22,7 +22,7 @@ import { validateSpec } from '../../agent/spec/validate.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts, type RenderTarget } from '../../agent/render/settings.js';
 import { checkSpec } from '../../agent/cli/render.js';
-import { haproxyCapabilities } from '../../agent/haproxy/capabilities.js';
+import { haproxyCapabilities } from '../../agent/haproxy/process/capabilities.js';
 import { ALLOWANCES, LVS_ALLOWANCES, applyAllowances, type OctaviaRelease } from './render-allow-list.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');

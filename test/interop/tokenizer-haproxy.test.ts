@@ -1,4 +1,4 @@
-// tokenizeLine (agent/haproxy/config-reader.ts) against haproxy 2.6, 3.0, 3.2
+// tokenizeLine (agent/haproxy/config/tokenizer.ts) against haproxy 2.6, 3.0, 3.2
 // and 3.4 themselves: each line below is read by a real haproxy as an ACL's
 // patterns (test/helpers/haproxy-words.ts) and the words it reads are
 // compared with the tokenizer's.
@@ -21,7 +21,7 @@ import * as assert from 'uvu/assert';
 import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';
 import { ACL_PREFIX, answerIs, readByHaproxy, showAnswer } from '../helpers/haproxy-words.js';
-import { MAX_WORDS, tokenizeLine } from '../../agent/haproxy/config-reader.js';
+import { MAX_WORDS, tokenizeLine } from '../../agent/haproxy/config/tokenizer.js';
 
 /** The six words before each line under test (haproxy-words.ts), which count towards haproxy's 64. */
 const PREFIX_WORDS = 6;

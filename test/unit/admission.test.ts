@@ -2,7 +2,7 @@
 // facts, the path and the start-up capability, and what it gives.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { admit, initStateAtStartupByVersion, isReady, type AdmissionInput } from '../../agent/haproxy/admission.js';
+import { admit, initStateAtStartupByVersion, isReady, type AdmissionInput } from '../../agent/model/admission.js';
 
 const load = (checked: boolean, initStateOnLine: boolean, initStateAtStartup: boolean): AdmissionInput =>
   ({ checked, initStateOnLine, path: 'load', initStateAtStartup });

@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { renderLoadBalancer } from '../../agent/render/render.js';
-import { haproxyThreads, sslCacheSize } from '../../agent/render/haproxy-view.js';
+import { haproxyThreads, sslCacheSize } from '../../agent/render/amphora-tuning.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts } from '../../agent/render/settings.js';
 import { SpecError, validateSpec } from '../../agent/spec/validate.js';
 import { readAmphoraFacts } from '../../agent/info/amphora-facts.js';

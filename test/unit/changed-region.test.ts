@@ -2,7 +2,7 @@
 // question answered by splitting both texts into lines.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { changedRegion } from '../../agent/haproxy/changed-region.js';
+import { changedRegion } from '../../agent/haproxy/config/changed-region.js';
 
 /** By lines: equal lines from the start, then from the end, not overlapping; as character offsets. */
 function byLines(before: string, after: string) {

@@ -3,9 +3,9 @@
 // reload path, one test per metacharacter of haproxy's CLI parser.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isCliWord } from '../../agent/haproxy/cli-words.js';
-import { planRuntime } from '../../agent/haproxy/runtime-plan.js';
-import { RuntimeApi, RuntimeCommandError } from '../../agent/haproxy/runtime.js';
+import { isCliWord } from '../../agent/haproxy/process/cli-words.js';
+import { planRuntime } from '../../agent/haproxy/apply/runtime-plan.js';
+import { RuntimeApi, RuntimeCommandError } from '../../agent/haproxy/process/runtime-api.js';
 
 const cfg = (servers: string[]) => [
   'global', '    maxconn 100', '', 'frontend listener1', '    bind 127.0.0.1:80', '    default_backend pool1', '',

@@ -1,4 +1,4 @@
-// The config policy (agent/haproxy/policy/haproxy-config.ts), pure: every refused
+// The config policy (agent/haproxy/config/policy/haproxy-config.ts), pure: every refused
 // directive is refused with its line, what Octavia renders is not, and the
 // agent's own 2.0 renderer never emits a refused directive for any fixture.
 // Octavia's own renders (11, 16, 19) and the API 1.0 route are in
@@ -8,10 +8,11 @@ import * as assert from 'uvu/assert';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkConfigPolicy, insideDirs, isPlainServerLine, readConfigPolicy } from '../../agent/haproxy/policy/haproxy-config.js';
-import { parsePolicyExtension, PolicyExtensionError, readPolicyExtension } from '../../agent/haproxy/policy/haproxy-allowed-extension.js';
+import { isPlainServerLine } from '../../agent/haproxy/config/policy/haproxy-allow-list.js';
+import { checkConfigPolicy, insideDirs, readConfigPolicy } from '../../agent/haproxy/config/policy/haproxy-config.js';
+import { parsePolicyExtension, PolicyExtensionError, readPolicyExtension } from '../../agent/haproxy/config/policy/haproxy-allowed-extension.js';
 import { parseAgentConfig } from '../../agent/config/agent-config.js';
-import type { PolicyContext } from '../../agent/haproxy/policy/types.js';
+import type { PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type RenderSettings } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MAX_WORDS, readConfig, tokenizeLine } from '../../agent/haproxy/config-reader.js';
+import { readConfig } from '../../agent/haproxy/config/config-reader.js';
+import { MAX_WORDS, tokenizeLine } from '../../agent/haproxy/config/tokenizer.js';
 
 test('tokenizer: quotes group words, backslash escapes, # starts a comment', () => {
   const t = tokenizeLine('  http-request set-header X-A "a b" # comment');

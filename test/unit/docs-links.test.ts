@@ -71,7 +71,7 @@ function links(doc: string): { target: string; problem: string | null }[] {
   return out;
 }
 
-/** Repository paths named in code: `agent/haproxy/engine.ts`, `test/interop/health-manager` (a test: .test.ts), `templates/keepalived/`. */
+/** Repository paths named in code: `agent/haproxy/apply/engine.ts`, `test/interop/health-manager` (a test: .test.ts), `templates/keepalived/`. */
 function namedPaths(doc: string): string[] {
   const out: string[] = [];
   const pattern = new RegExp(`(?<![\\w./~-])((?:${TOP.map((t) => t.replace('.', '\\.')).join('|')})/[\\w./@+-]*)`, 'g');

@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { launchDaemon, run } from '../../agent/system/exec.js';
-import { haproxyEnvironment } from '../../agent/haproxy/environment.js';
+import { haproxyEnvironment } from '../../agent/haproxy/process/environment.js';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -3,8 +3,8 @@ import * as assert from 'uvu/assert';
 import { randomUUID } from 'node:crypto';
 import { decodeHeartbeat, encodeHeartbeat, encodeToFit } from '../../agent/health/envelope.js';
 import { addLvsListener, buildHeartbeat } from '../../agent/health/message.js';
-import { parseShowStat } from '../../agent/haproxy/stats.js';
-import { AWAITING_CHECK, withAdmissionReported } from '../../agent/haproxy/admission.js';
+import { parseShowStat } from '../../agent/haproxy/process/stats.js';
+import { AWAITING_CHECK, withAdmissionReported } from '../../agent/model/admission.js';
 import { parseDestination, MAX_DATAGRAM } from '../../agent/health/sender.js';
 
 const CSV = [

@@ -1,4 +1,4 @@
-// The keepalived policy (agent/haproxy/policy/keepalived-config.ts) and its
+// The keepalived policy (agent/haproxy/config/policy/keepalived-config.ts) and its
 // reader (agent/keepalived/config-reader.ts), pure: what Octavia's templates
 // and the agent render passes; every script, hook, include, definition,
 // conditional and reading keepalived could make differently is refused with
@@ -8,8 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkKeepalivedConfig, type KeepalivedPolicyContext } from '../../agent/haproxy/policy/keepalived-config.js';
-import { PolicyRefusedError } from '../../agent/haproxy/policy/types.js';
+import { checkKeepalivedConfig, type KeepalivedPolicyContext } from '../../agent/haproxy/config/policy/keepalived-config.js';
+import { PolicyRefusedError } from '../../agent/haproxy/config/policy/types.js';
 import { v1ErrorResponse } from '../../agent/api/v1/errors.js';
 import { readKeepalivedConfig } from '../../agent/keepalived/config-reader.js';
 import { withHaproxyTrack } from '../../agent/keepalived/haproxy-track.js';

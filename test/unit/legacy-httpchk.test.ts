@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { tokenizeLine } from '../../agent/haproxy/config-reader.js';
-import { translateLegacyHttpchk } from '../../agent/haproxy/legacy-httpchk.js';
+import { tokenizeLine } from '../../agent/haproxy/config/tokenizer.js';
+import { translateLegacyHttpchk } from '../../agent/haproxy/config/legacy-httpchk.js';
 
 // The lines as Octavia 11 to 16 render them (backslashes as in the file).
 const V10 = String.raw`    option httpchk HEAD /status?full=1 HTTP/1.0\r\n`;

@@ -5,10 +5,10 @@ import * as assert from 'uvu/assert';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readConfig } from '../../agent/haproxy/config-reader.js';
-import { EditedConfig } from '../../agent/haproxy/edited-config.js';
+import { readConfig } from '../../agent/haproxy/config/config-reader.js';
+import { EditedConfig } from '../../agent/haproxy/config/edited-config.js';
 import { LoadBalancerNotFoundError } from '../../agent/haproxy/errors.js';
-import { LoadBalancerStates } from '../../agent/haproxy/load-balancer-state.js';
+import { LoadBalancerStates } from '../../agent/haproxy/apply/load-balancer-state.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

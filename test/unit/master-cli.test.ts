@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { currentWorker, parseShowProc } from '../../agent/haproxy/master-cli.js';
-import { peerName } from '../../agent/haproxy/layout.js';
-import { KeyedLock } from '../../agent/haproxy/keyed-lock.js';
+import { currentWorker, parseShowProc } from '../../agent/haproxy/process/master-cli.js';
+import { peerName } from '../../agent/model/names.js';
+import { KeyedLock } from '../../agent/haproxy/apply/keyed-lock.js';
 
 test('show proc from haproxy 2.6 after a failed reload', () => {
   const t = parseShowProc([

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { hasPeers, sectionsLearning } from '../../agent/haproxy/peers-resync.js';
+import { hasPeers, sectionsLearning } from '../../agent/haproxy/process/peers-resync.js';
 
 // `show peers` as haproxy 2.6 and 3.2 print it (trimmed), taken from this machine's binaries.
 const LEARNING_26 = `0x56191f80ae90: [04/Dec/2026:06:45:31] id=p1 disabled=0 flags=0x0 resync_timeout=3s task_calls=1

@@ -2,7 +2,7 @@
 // run and the real apply. The whole classification table.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { planApply, stepName, type PlanFacts } from '../../agent/haproxy/plan.js';
+import { planApply, stepName, type PlanFacts } from '../../agent/haproxy/apply/plan.js';
 
 const cfg = (servers: string[], extra = '') => [
   'global', '    maxconn 100', '', 'frontend f', '    bind 127.0.0.1:80', '    default_backend b', extra,

@@ -1,4 +1,4 @@
-// The bounds on what haproxy reserves at start (agent/haproxy/policy/bounds.ts),
+// The bounds on what haproxy reserves at start (agent/haproxy/config/policy/bounds.ts),
 // pure: past the amphora's CPU count or its memory budget a config is refused
 // naming the directive, the value and the bound; Octavia 19's sizing and the
 // agent's own renderer (which mirrors it) always fit. Octavia 11, 16 and 19's
@@ -7,10 +7,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { availableKb, checkBounds, reserveBoundKb, RELOAD_FLOOR_KB } from '../../agent/haproxy/policy/bounds.js';
-import type { PolicyContext } from '../../agent/haproxy/policy/types.js';
+import { availableKb, checkBounds, reserveBoundKb, RELOAD_FLOOR_KB } from '../../agent/haproxy/config/policy/bounds.js';
+import type { PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
-import { haproxyThreads, sslCacheSize } from '../../agent/render/haproxy-view.js';
+import { haproxyThreads, sslCacheSize } from '../../agent/render/amphora-tuning.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 

@@ -10,10 +10,10 @@ import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentConfig } from '../../agent/config/agent-config.js';
-import { checkFiles, resolveLinks } from '../../agent/haproxy/policy/files.js';
-import { parseCrtList } from '../../agent/haproxy/policy/crt-list.js';
-import { readPem } from '../../agent/haproxy/policy/pem.js';
-import type { FileReference, PolicyContext } from '../../agent/haproxy/policy/types.js';
+import { checkFiles, resolveLinks } from '../../agent/haproxy/config/policy/files.js';
+import { parseCrtList } from '../../agent/haproxy/config/policy/crt-list.js';
+import { readPem } from '../../agent/haproxy/config/policy/pem.js';
+import type { FileReference, PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 import { certificateFileProblem, InvalidCertificateFileError, storeCertificate } from '../../agent/loadbalancer/certificates.js';
 import { issue, makeCa } from '../helpers/certs.js';
 

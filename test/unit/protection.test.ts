@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readConfig } from '../../agent/haproxy/config-reader.js';
-import { planProtection } from '../../agent/haproxy/protection.js';
-import { parseServerState, splitServerAddress, stoppedServerLine } from '../../agent/haproxy/server-state.js';
+import { readConfig } from '../../agent/haproxy/config/config-reader.js';
+import { planProtection } from '../../agent/haproxy/config/protection.js';
+import { parseServerState, splitServerAddress, stoppedServerLine } from '../../agent/haproxy/config/server-state.js';
 
 const CONFIG = [
   'global',

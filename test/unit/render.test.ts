@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { renderLoadBalancer } from '../../agent/render/render.js';
-import { expectedCodes, haproxyAddress, haproxyWord } from '../../agent/render/haproxy-view.js';
+import { expectedCodes, haproxyAddress, haproxyWord } from '../../agent/render/haproxy-words.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 

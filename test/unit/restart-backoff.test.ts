@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { LoadBalancerStates } from '../../agent/haproxy/load-balancer-state.js';
-import { DEFAULT_RESTART_POLICY, RestartBackoff } from '../../agent/haproxy/restart-backoff.js';
+import { LoadBalancerStates } from '../../agent/haproxy/apply/load-balancer-state.js';
+import { DEFAULT_RESTART_POLICY, RestartBackoff } from '../../agent/haproxy/process/restart-backoff.js';
 
 const S = 1000;
 

@@ -2,7 +2,7 @@
 // form translated only where the binary refuses it.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { runnableConfig } from '../../agent/haproxy/runnable.js';
+import { runnableConfig } from '../../agent/haproxy/config/runnable.js';
 
 // Octavia 16's PROMETHEUS endpoint, and an HTTP/1.0 monitor as 11 to 16 render it.
 const SIXTEEN = [

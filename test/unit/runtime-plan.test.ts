@@ -1,7 +1,7 @@
 // Which config changes the runtime API can carry, and in which order.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { planRuntime } from '../../agent/haproxy/runtime-plan.js';
+import { planRuntime } from '../../agent/haproxy/apply/runtime-plan.js';
 import { describeChanges } from '../../agent/loadbalancer/changes.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 

@@ -3,9 +3,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadBalancerStatus, supervisionStatus } from '../../agent/loadbalancer/status.js';
-import { parseShowStat } from '../../agent/haproxy/stats.js';
-import { withAdmissionReported } from '../../agent/haproxy/admission.js';
-import type { RestartState } from '../../agent/haproxy/restart-backoff.js';
+import { parseShowStat } from '../../agent/haproxy/process/stats.js';
+import { withAdmissionReported } from '../../agent/model/admission.js';
+import type { RestartState } from '../../agent/haproxy/process/restart-backoff.js';
 import { validateSpec } from '../../agent/spec/validate.js';
 
 const spec = validateSpec({

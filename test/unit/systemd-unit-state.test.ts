@@ -2,7 +2,7 @@
 // first, then the unit's, whatever the order of -p.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseUnitState } from '../../agent/haproxy/systemd-unit.js';
+import { parseUnitState } from '../../agent/haproxy/process/systemd-unit.js';
 
 const UNIT = 'haproxy-lb1.service';
 

@@ -11,7 +11,7 @@ import type { Response } from 'express';
 import { ConfigError } from '../../config/agent-config.js';
 import { ConfigNotStoredError } from '../../config/store.js';
 import { AgentError } from '../../errors.js';
-import { formatViolations, PolicyRefusedError } from '../../haproxy/policy/types.js';
+import { formatViolations, PolicyRefusedError } from '../../haproxy/config/policy/types.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from '../../haproxy/errors.js';
 import { KeepalivedFailedError } from '../../keepalived/process.js';
 import { NoNamespaceError } from '../../net/interfaces.js';

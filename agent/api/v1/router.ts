@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { createSecureContext } from 'node:tls';
 import express, { type Request, type Response, type Router } from 'express';
-import type { HaproxyEngine } from '../../haproxy/engine.js';
+import type { HaproxyEngine } from '../../haproxy/apply/engine.js';
 import { LoadBalancerNotFoundError } from '../../haproxy/errors.js';
 import type { ConfigStore } from '../../config/store.js';
 import { collectDetails } from '../../info/details.js';

@@ -4,7 +4,8 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Logger } from '../../log.js';
 import { InvalidCertificateFileError } from '../../loadbalancer/certificates.js';
-import type { LoadBalancerService, PutResult } from '../../loadbalancer/service.js';
+import type { PutResult } from '../../loadbalancer/put-result.js';
+import type { LoadBalancerService } from '../../loadbalancer/service.js';
 import type { ApplyMetrics } from '../../loadbalancer/metrics.js';
 import { sendJson } from '../errors.js';
 import { isPemFilename, isSpecName } from '../params.js';
