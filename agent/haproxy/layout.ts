@@ -30,6 +30,8 @@ export interface LoadBalancerFiles {
   stopped: string;
   /** Members added or re-enabled at runtime that wait in maintenance for their first passing check. */
   pendingReady: string;
+  /** Members an API 1.0 reload removed at runtime, in maintenance until haproxy lets them be deleted. */
+  retired: string;
   /** The accepted load-balancer spec and its ETag (API 2.0), as of the last whole-spec PUT or compaction. */
   spec: string;
   /** API 2.0 member calls since spec.json, one JSON line each (spec-store.ts). */
@@ -55,6 +57,7 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
     meta: join(dir, 'agent.json'),
     stopped: join(dir, 'stopped'),
     pendingReady: join(dir, 'pending-ready.json'),
+    retired: join(dir, 'retired.json'),
     spec: join(dir, 'spec.json'),
     specJournal: join(dir, 'spec.journal'),
     configBehind: join(dir, 'config.behind'),

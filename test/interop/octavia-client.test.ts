@@ -21,7 +21,8 @@ import { currentWorker } from '../../agent/haproxy/process/master-cli.js';
 
 const PORTS = testPorts('octavia-client');
 const AGENT = PORTS.range(INTEROP_PAIRS.length);
-const [M1, M2, M3, M4] = [PORTS.one(), PORTS.one(), PORTS.one(), PORTS.one()];
+const [M1, M2, M3, M4, M5] = [PORTS.one(), PORTS.one(), PORTS.one(), PORTS.one(), PORTS.one()];
+const MONITOR = { delay: 1, timeout: 1, fall: 2, rise: 2, path: '/healthz' };
 
 const LB = '6f0cd6c0-0000-4000-8000-0000000000aa';
 const LISTENER = '6f0cd6c0-0000-4000-8000-0000000000bb';
@@ -38,10 +39,10 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
   const url = () => `http://${net.nsIp}:8080/`;
 
   /** `options`: a member's weight and admin state, by member name. */
-  const render = async (list: Pick<TestBackend, 'name' | 'host' | 'port'>[], options: Record<string, { weight?: number; enabled?: boolean }> = {}) => {
+  const render = async (list: Pick<TestBackend, 'name' | 'host' | 'port'>[], options: Record<string, { weight?: number; enabled?: boolean }> = {}, monitor = MONITOR) => {
     return peer.renderConfig({
       lb_id: LB, listener_id: LISTENER, pool_id: POOL, vip: net.nsIp, port: 8080, haproxy_version: haproxyVersion,
-      monitor: { delay: 1, timeout: 1, fall: 2, rise: 2, path: '/healthz' },
+      monitor,
       members: list.map((m) => ({ id: m.name, address: m.host, port: m.port, ...options[m.name] })),
     });
   };
@@ -127,7 +128,7 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
     }
   });
 
-  t('member-only changes from the controller reload nothing; a removal and a changed certificate still reload', async () => {
+  t('member-only changes from the controller reload nothing, a removal included; a changed certificate reloads', async () => {
     const { processes, server } = agentHaproxy(agent, LB);
     // The members the previous test left: m3 (its backend gone) is DOWN.
     const m3 = { name: 'm3', host: net.hostIp, port: M3 };
@@ -152,18 +153,60 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
       assert.match(metrics, /^amphora_agent_runtime_changes_total\{api="1\.0"\} 2$/m);
 
       await apply([...members, m4], { m1: { weight: 5 }, m2: { enabled: false } });
-      assert.is((await processes()).reloads, before.reloads + 1, 'removing m3 reloads');
-      assert.is(await server('m3'), undefined);
+      assert.is((await processes()).reloads, before.reloads, 'removing m3 reloads nothing');
+      // m3 has no session (its backend is gone): haproxy lets it be deleted at the next sweep.
+      await waitFor('m3 deleted', async () => (await server('m3')) === undefined, 5000);
 
       await peer.call('upload_cert_pem', LB, 'client-ca.pem', readFileSync(agent.clientCa.cert, 'utf8'));
       await apply([...members, m4], { m2: { enabled: false } });
-      assert.is((await processes()).reloads, before.reloads + 2, 'a weight change after a certificate upload reloads');
+      assert.is((await processes()).reloads, before.reloads + 1, 'a weight change after a certificate upload reloads');
       await sleep(300);
     } finally {
       await load.stop();
       await m4.stop();
     }
     assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
+  });
+
+  t('a removal keeps its promises: the removed member finishes its session, gets no new one, and a member being admitted keeps its passed checks', async () => {
+    const { processes, server } = agentHaproxy(agent, LB);
+    const [m1, m2] = members as [TestBackend, TestBackend];
+    const m5 = await new TestBackend('m5', net.hostIp, M5).start();
+    // rise 4: a new member is seen half-way through its admission.
+    const monitor = { ...MONITOR, rise: 4 };
+    const apply = async (list: TestBackend[]) => {
+      await peer.call('upload_config', LB, await render(list, {}, monitor));
+      await peer.call('reload_listener', LB);
+    };
+    try {
+      await apply([m1, m2]);
+      await waitFor('m1 and m2 UP', async () => (await server('m1'))?.opState === 2 && (await server('m2'))?.opState === 2, 15_000);
+      await apply([m1, m2, m5]);
+      await waitFor('m5 half-way: a check passed, not yet UP', async () => {
+        const s = await server('m5');
+        return s !== undefined && s.checkHealth >= 1 && s.checkHealth < monitor.rise;
+      }, 10_000, 50);
+      const progress = (await server('m5'))!.checkHealth;
+      // A session on m1 (weight 1 of 2 UP members: two tries land one there).
+      const sessions = [0, 1].map(() => fetch(`${url()}slow/1500`).then(async (r) => ({ status: r.status, member: r.headers.get('x-member') })));
+      await sleep(200);
+      const before = { processes: await processes(), m1: m1.requests };
+      await apply([m2, m5]);
+
+      assert.is((await processes()).reloads, before.processes.reloads, 'the removal reloaded haproxy');
+      assert.ok((await server('m5'))!.checkHealth >= progress, `m5 lost its passed checks: ${progress} -> ${(await server('m5'))!.checkHealth}`);
+      const requests = await Promise.all([0, 1, 2, 3].map(() => fetch(url()).then((r) => r.status)));
+      assert.equal(requests, [200, 200, 200, 200]);
+      assert.is(m1.requests, before.m1, 'a new request reached the removed member');
+      const answered = await Promise.all(sessions);
+      assert.ok(answered.some((a) => a.member === 'm1'), `no session was on m1: ${JSON.stringify(answered)}`);
+      assert.ok(answered.every((a) => a.status === 200), `a session was cut: ${JSON.stringify(answered)}`);
+      await waitFor('m1 deleted once its session ended', async () => (await server('m1')) === undefined, 10_000);
+      await waitFor('m5 UP', async () => (await server('m5'))?.opState === 2, 15_000);
+      assert.is((await processes()).reloads, before.processes.reloads);
+    } finally {
+      await m5.stop();
+    }
   });
 
   t('agent config update and server certificate rotation', async () => {

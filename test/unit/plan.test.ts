@@ -39,12 +39,12 @@ test('a PUT whose config text differs only outside what haproxy compares is a ru
   assert.is(kindAndWhy({ runnable: `${live}\n\n` }), 'runtime: ');
 });
 
-test('API 1.0 reload: always does something; removals and no-change reload, as in Octavia', () => {
+test('API 1.0 reload: always does something; no change reloads, as in Octavia; removed members are retired, not reloaded away', () => {
   const reload = (f: Partial<PlanFacts>) => kindAndWhy({ verb: 'runAccepted', accepted: true, ...f });
   assert.is(reload({ runnable: added }), 'runtime: add b/m3');
   assert.is(reload({ runnable: reweighted }), 'runtime: weight b/m1');
   assert.is(reload({ runnable: live }), 'reload: nothing changed that the runtime API could apply');
-  assert.is(reload({ runnable: removed }), 'reload: members removed');
+  assert.is(reload({ runnable: removed }), 'runtime: retire b/m2', 'a reload would restart every member being admitted from zero passed checks');
   assert.is(reload({ runnable: retimed }), 'reload: more than members changed');
   assert.is(reload({ runnable: added, forcedReload: 'runtime member changes are off' }), 'reload: runtime member changes are off');
   assert.is(reload({ live: null }), 'reload: haproxy has not loaded this load balancer');

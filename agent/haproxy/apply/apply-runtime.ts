@@ -13,6 +13,7 @@ import type { LoadBalancerFiles } from '../layout.js';
 import { memberKey } from '../../model/names.js';
 import { MasterCliError } from '../process/master-cli.js';
 import type { PendingMembers } from './pending.js';
+import type { RetiredMembers } from './retired.js';
 import { stepName } from './plan.js';
 import { RuntimeCommandError, type RuntimeApi, type RuntimeResult } from '../process/runtime-api.js';
 import type { RuntimeStep } from './runtime-plan.js';
@@ -21,6 +22,7 @@ export interface ApplyRuntimeDeps {
   lbId: string;
   runtime: RuntimeApi;
   pending: PendingMembers;
+  retired: RetiredMembers;
   log: Logger;
 }
 
@@ -47,6 +49,7 @@ export async function changeAtRuntime(deps: ApplyRuntimeDeps, files: FileContent
     return `haproxy refused a runtime command: ${err.message}`;
   }
   await deps.pending.afterRuntime(lbId, result);
+  await deps.retired.add(lbId, result.retired);
   const pending = result.pending.map((p) => memberKey(p.backend, p.server));
   log.info({ lbId, steps: steps.map(stepName), pending }, 'members changed at runtime');
   return { pending };

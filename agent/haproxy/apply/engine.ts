@@ -15,6 +15,7 @@ import { statsSocket, type LoadBalancerFiles } from '../layout.js';
 import { LoadBalancerStates, type LoadBalancerState } from './load-balancer-state.js';
 import type { LoadReport } from './loader.js';
 import { PendingMembers } from './pending.js';
+import { RetiredMembers } from './retired.js';
 import { ApplyPipeline, type ChangeReport, type MemberEdit, type PipelineOptions } from './pipeline.js';
 import type { Plan } from './plan.js';
 import type { HaproxyStatus } from '../process/process.js';
@@ -38,6 +39,7 @@ export class HaproxyEngine {
   private readonly baseDir: string;
   private readonly states: LoadBalancerStates;
   private readonly pending: PendingMembers;
+  private readonly retired: RetiredMembers;
   private readonly pipeline: ApplyPipeline;
 
   constructor(private readonly opts: EngineOptions) {
@@ -50,7 +52,8 @@ export class HaproxyEngine {
       heldConfigDelayMs: opts.memberConfigWriteDelayMs,
     });
     this.pending = new PendingMembers(this.states);
-    this.pipeline = new ApplyPipeline(opts, this.baseDir, this.pending);
+    this.retired = new RetiredMembers(this.states);
+    this.pipeline = new ApplyPipeline(opts, this.baseDir, this.pending, this.retired);
   }
 
   /** Who runs haproxy (and, for consistency, keepalived): systemd units or the agent itself. */
@@ -195,7 +198,8 @@ export class HaproxyEngine {
    * AWAITING_CHECK until a check fails (admission.ts).
    */
   async stats(lbId: string): Promise<StatRow[]> {
-    return this.pending.reported(lbId, parseShowStat(await showStat(statsSocket(this.baseDir, lbId))));
+    const rows = await this.retired.hidden(lbId, parseShowStat(await showStat(statsSocket(this.baseDir, lbId))));
+    return this.pending.reported(lbId, rows);
   }
 
   /** The addresses haproxy binds for this load balancer (load-balancer-state.ts). */
@@ -241,6 +245,14 @@ export class HaproxyEngine {
     for (const lbId of await this.pending.waiting()) {
       await this.lock.run(lbId, () => this.pending.promote(lbId, this.pipeline.runtimeApi(this.files(lbId)), this.opts.log))
         .catch((err: Error) => this.opts.log.warn({ lbId, err: err.message }, 'cannot promote pending members'));
+    }
+  }
+
+  /** Delete the retired members whose sessions have ended (retired.ts). The agent calls this every second. */
+  async sweepRetired(): Promise<void> {
+    for (const lbId of await this.retired.waiting()) {
+      await this.lock.run(lbId, () => this.retired.sweep(lbId, this.pipeline.runtimeApi(this.files(lbId)), this.opts.log))
+        .catch((err: Error) => this.opts.log.warn({ lbId, err: err.message }, 'cannot delete retired members'));
     }
   }
 

@@ -47,6 +47,8 @@ export class LoadBalancerState {
   asIs: string | null = null;
   /** Members wait for their first passing check (pending.ts keeps them in pending-ready.json). */
   pending = false;
+  /** Members removed at runtime wait to be deleted (retired.ts keeps them in retired.json). */
+  retired = false;
   /** A member call's config, held until written (deferred-config.ts). */
   readonly deferred: DeferredConfig;
   /** The direct supervisor's restart delays (watchdog.ts). */

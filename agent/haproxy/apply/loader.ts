@@ -17,6 +17,7 @@ import { HaproxyFailedError } from '../errors.js';
 import { memberKey } from '../../model/names.js';
 import { workerCommand } from '../process/master-cli.js';
 import type { PendingMembers } from './pending.js';
+import type { RetiredMembers } from './retired.js';
 import { hasPeers, waitForPeersLesson } from '../process/peers-resync.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from '../process/process.js';
 import { planProtection } from '../config/protection.js';
@@ -27,6 +28,7 @@ export interface LoadDeps {
   /** The agent's base directory: the only place a server-state file is written. */
   baseDir: string;
   pending: PendingMembers;
+  retired: RetiredMembers;
   /** The haproxy binary applies `init-state` at start-up (capabilities.ts). */
   initStateAtStartup: boolean;
   /** False switches protection off (only to prove that tests can fail). */
@@ -105,6 +107,7 @@ export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnable
   await writeApplied(files, { workerPid: after.workerPid, masterReloads: after.table?.reloads ?? 0 });
   await removeFile(files.livePrevious);
   await deps.pending.set(lbId, []);
+  await deps.retired.clear(lbId);
 
   const report: LoadReport = {
     outcome: before.running ? 'reloaded' : 'started',

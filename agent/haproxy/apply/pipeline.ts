@@ -24,6 +24,7 @@ import type { LoadBalancerFiles } from '../layout.js';
 import type { LoadBalancerState } from './load-balancer-state.js';
 import { loadConfig, type LoadReport } from './loader.js';
 import type { PendingMembers } from './pending.js';
+import type { RetiredMembers } from './retired.js';
 import { planMemberLines, type MemberLines, type Plan } from './plan.js';
 import { Planner, type Planned } from './plan-facts.js';
 import type { HaproxyInstance, HaproxySupervisor } from '../process/process.js';
@@ -91,7 +92,12 @@ export class ApplyPipeline {
   private readonly planner: Planner;
 
   /** `baseDir`: the agent's base directory (haproxy -c and server-state files work only there). */
-  constructor(private readonly opts: PipelineOptions, private readonly baseDir: string, private readonly pending: PendingMembers) {
+  constructor(
+    private readonly opts: PipelineOptions,
+    private readonly baseDir: string,
+    private readonly pending: PendingMembers,
+    private readonly retired: RetiredMembers,
+  ) {
     this.planner = new Planner({
       running: async (state) => (await opts.supervisor.status(await state.storedInstance())).running,
       ...(opts.runtimeMemberChanges !== undefined ? { runtimeMemberChanges: opts.runtimeMemberChanges } : {}),
@@ -239,7 +245,7 @@ export class ApplyPipeline {
     const caps = await this.capabilities();
     const reading = state.takeReading();
     const report = await loadConfig({
-      supervisor: this.opts.supervisor, log: this.opts.log, baseDir: this.baseDir, pending: this.pending,
+      supervisor: this.opts.supervisor, log: this.opts.log, baseDir: this.baseDir, pending: this.pending, retired: this.retired,
       initStateAtStartup: caps.initStateAtStartup, protect: this.opts.protectNewMembers !== false,
       ...(this.opts.beforeBind ? { beforeBind: this.opts.beforeBind } : {}),
     }, inst, runnable, reading?.runnable === runnable ? reading.config : readConfig(runnable), live === undefined ? await readTextIfExists(inst.files.live) : live);
@@ -283,6 +289,6 @@ export class ApplyPipeline {
   }
 
   private runtimeDeps(state: LoadBalancerState) {
-    return { lbId: state.lbId, runtime: this.runtimeApi(state.files), pending: this.pending, log: this.opts.log };
+    return { lbId: state.lbId, runtime: this.runtimeApi(state.files), pending: this.pending, retired: this.retired, log: this.opts.log };
   }
 }

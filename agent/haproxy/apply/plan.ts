@@ -15,8 +15,12 @@ export interface PlanFacts {
   /**
    * `apply`: make a config run (engine.apply; API 2.0). `runAccepted`: run
    * the accepted config again (API 1.0's reload), which always does
-   * something, as in Octavia: removed members reload too, so their sessions
-   * finish on the old worker.
+   * something, as in Octavia. Its removed members are retired rather than
+   * reloaded away: a reload would let their sessions finish on the old
+   * worker, and retiring keeps that promise, while a reload would also
+   * restart every member still being admitted from zero passed checks
+   * (haproxy loads a stopped server's check health as 0), so under
+   * frequent updates a new member might never come in.
    */
   verb: 'apply' | 'runAccepted';
   /** A reload the caller knows is needed before members are compared (certificates changed, runtime changes off). */
@@ -40,8 +44,7 @@ export function planApply(f: PlanFacts): Plan {
   if (reloadReason !== null) return reloadPlan(reloadReason);
   if (f.verb === 'runAccepted') {
     if (steps.length === 0) return reloadPlan('nothing changed that the runtime API could apply');
-    if (steps.some((s) => s.kind === 'remove')) return reloadPlan('members removed');
-    return { kind: 'runtime', steps };
+    return { kind: 'runtime', steps: steps.map((s) => (s.kind === 'remove' ? { ...s, kind: 'retire' } : s)) };
   }
   if (steps.length === 0 && f.accepted) return f.running ? { kind: 'unchanged' } : reloadPlan('haproxy is not running');
   return { kind: 'runtime', steps };

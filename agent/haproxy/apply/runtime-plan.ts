@@ -19,6 +19,8 @@ interface Admitted {
 export type RuntimeStep =
   | ({ kind: 'add'; backend: string; server: string; /** words after `server <name>` */ args: string[]; checked: boolean; enabled: boolean } & Admitted)
   | { kind: 'remove'; backend: string; server: string }
+  /** Removed the way a reload removes it (API 1.0): no new traffic, its sessions end on their own, then deleted (retired.ts). */
+  | { kind: 'retire'; backend: string; server: string }
   | { kind: 'weight'; backend: string; server: string; weight: number }
   | { kind: 'admin-down'; backend: string; server: string }
   | ({ kind: 'admin-up'; backend: string; server: string } & Admitted);

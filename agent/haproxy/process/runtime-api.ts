@@ -22,25 +22,42 @@ export interface PendingMember {
   rise: number;
 }
 
+/** A member removed from the config that haproxy still holds, in maintenance, until its sessions end. */
+export interface RetiredMember {
+  backend: string;
+  server: string;
+}
+
 export interface RuntimeResult {
   /** Members in maintenance until their first passing check. */
   pending: PendingMember[];
   /** Members that were made ready or removed: no longer pending. */
   settled: string[];
+  /** Members put in maintenance to be deleted once their sessions have ended. */
+  retired: RetiredMember[];
 }
 
 // Answers that mean success; anything else is haproxy explaining a refusal.
 const OK_ANSWERS = /^(|New server registered\.|Server deleted\.)$/;
+/** `del server`'s refusal while a session or pooled connection remains. */
+const STILL_CONNECTED = /^Server still has connections attached to it/;
+/** Where a retired member is parked to close its idle connections: TEST-NET-1, never a member. */
+const PARKED_ADDRESS = '192.0.2.1';
 
 export class RuntimeApi {
   constructor(private readonly socket: string, private readonly drainTimeoutMs: number) {}
 
   async command(cmd: string): Promise<void> {
+    const answer = await this.answer(cmd);
+    if (!OK_ANSWERS.test(answer)) throw new RuntimeCommandError(`"${cmd}": ${answer}`);
+  }
+
+  /** haproxy's answer to `cmd`, trimmed. */
+  private async answer(cmd: string): Promise<string> {
     // The plan already sent such words down the reload path; this is the last gate before the socket.
     const unsafe = firstUnsafeWord(cmd.split(' '));
     if (unsafe !== null) throw new RuntimeCommandError(`"${cmd}": ${JSON.stringify(unsafe)} would not reach haproxy as one word`);
-    const answer = (await workerCommand(this.socket, cmd, 5000)).trim();
-    if (!OK_ANSWERS.test(answer)) throw new RuntimeCommandError(`"${cmd}": ${answer}`);
+    return (await workerCommand(this.socket, cmd, 5000)).trim();
   }
 
   async servers(backend?: string): Promise<ServerStateEntry[]> {
@@ -49,7 +66,7 @@ export class RuntimeApi {
   }
 
   async apply(steps: RuntimeStep[]): Promise<RuntimeResult> {
-    const result: RuntimeResult = { pending: [], settled: [] };
+    const result: RuntimeResult = { pending: [], settled: [], retired: [] };
     for (const step of steps) {
       const id = memberKey(step.backend, step.server);
       switch (step.kind) {
@@ -86,6 +103,14 @@ export class RuntimeApi {
           await this.remove(step.backend, step.server);
           result.settled.push(id);
           break;
+        case 'retire':
+          // Maintenance, not drain: a drained server still takes the
+          // requests that persistence sends it, which a reload would not.
+          // Established sessions go on, as on a reloaded-away worker.
+          await this.command(`set server ${id} state maint`);
+          result.settled.push(id);
+          result.retired.push({ backend: step.backend, server: step.server });
+          break;
       }
     }
     return result;
@@ -112,6 +137,30 @@ export class RuntimeApi {
         await sleep(100);
       }
     }
+  }
+
+  /** Delete the retired members haproxy lets go (no session left); returns those it still holds. */
+  async deleteRetired(retired: RetiredMember[]): Promise<RetiredMember[]> {
+    const held: RetiredMember[] = [];
+    let sessions: Map<string, number> | null = null;
+    for (const r of retired) {
+      const id = memberKey(r.backend, r.server);
+      let answer = await this.answer(`del server ${id}`);
+      if (STILL_CONNECTED.test(answer)) {
+        sessions ??= new Map(parseShowStat(await workerCommand(this.socket, 'show stat', 5000)).map((row) => [memberKey(row.pxname, row.svname), row.scur]));
+        if ((sessions.get(id) ?? 0) === 0) {
+          // No session left, only pooled idle connections, which haproxy 2.6
+          // keeps for a server in maintenance (it closes them on a new
+          // address; 3.x on entering maintenance). Nothing is sent to a
+          // server in maintenance, so the address it is parked on is never used.
+          await this.answer(`set server ${id} addr ${PARKED_ADDRESS}`);
+          answer = await this.answer(`del server ${id}`);
+        }
+      }
+      // Deleted, or gone already (a reload, or a backend removed since): either way not held.
+      if (!/^(Server deleted\.|No such (server|backend)\.)$/.test(answer)) held.push(r);
+    }
+    return held;
   }
 
   private async activeSessions(backend: string, server: string): Promise<number> {
