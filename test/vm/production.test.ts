@@ -128,7 +128,7 @@ if (!due) {
         await load.stop();
       }
       assert.equal(await amp.peer!.call('get_all_listeners'), [{ status: 'ACTIVE', uuid: amp.listenerId, type: 'HTTP' }]);
-      measured.push(`${kind}: serving ${seconds(amp.vm!.startedAt)} s after power-on`);
+      measured.push(`${kind}: first heartbeat ${amp.firstHeartbeat?.toFixed(1)} s, serving ${seconds(amp.vm!.startedAt)} s after power-on`);
       passedSteps++;
     });
   }
