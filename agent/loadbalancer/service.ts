@@ -7,7 +7,7 @@
 import type { ConfigStore } from '../config/store.js';
 import type { HaproxyEngine } from '../haproxy/apply/engine.js';
 import type { ChangeReport, MemberEdit } from '../haproxy/apply/pipeline.js';
-import { KeyedLock } from '../haproxy/apply/keyed-lock.js';
+import { KeyedLock } from '../system/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
 import type { AmphoraFacts, RenderTarget } from '../render/settings.js';
 import { poolsById, withMember } from '../spec/pools.js';

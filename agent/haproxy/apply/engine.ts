@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import { exists, removeTree, writeFileAtomic, type FileContent } from '../../system/files.js';
 import type { HaproxyCapabilities } from '../process/capabilities.js';
 import type { EditedConfig } from '../config/edited-config.js';
-import { KeyedLock } from './keyed-lock.js';
+import { KeyedLock } from '../../system/keyed-lock.js';
 import { statsSocket, type LoadBalancerFiles } from '../layout.js';
 import { LoadBalancerStates, type LoadBalancerState } from './load-balancer-state.js';
 import type { LoadReport } from './loader.js';
