@@ -1,4 +1,6 @@
-// Where a load balancer's files live, relative to the agent's base directory.
+// Where a load balancer's files live, relative to the agent's base directory:
+// its directory and the engine's files in it. A layer above the engine names
+// its own files in that directory (API 2.0's spec: loadbalancer/spec-store.ts).
 // Names follow Octavia's amphora agent so operators find what they expect.
 import { join } from 'node:path';
 
@@ -32,10 +34,6 @@ export interface LoadBalancerFiles {
   pendingReady: string;
   /** Members an API 1.0 reload removed at runtime, in maintenance until haproxy lets them be deleted. */
   retired: string;
-  /** The accepted load-balancer spec and its ETag (API 2.0), as of the last whole-spec PUT or compaction. */
-  spec: string;
-  /** API 2.0 member calls since spec.json, one JSON line each (spec-store.ts). */
-  specJournal: string;
   /** Present while a member call's config is not yet written (deferred-config.ts). */
   configBehind: string;
 }
@@ -58,8 +56,6 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
     stopped: join(dir, 'stopped'),
     pendingReady: join(dir, 'pending-ready.json'),
     retired: join(dir, 'retired.json'),
-    spec: join(dir, 'spec.json'),
-    specJournal: join(dir, 'spec.journal'),
     configBehind: join(dir, 'config.behind'),
   };
 }

@@ -26,7 +26,7 @@ import { isReload, type ApplyOutcome } from '../outcome.js';
 import type { Plan } from '../haproxy/apply/plan.js';
 import { recordedApply } from './recorded-apply.js';
 import {
-  JOURNAL_LIMIT, journalLine, readStoredSpec, removeStoredSpec, specEtag, storedSpecText,
+  JOURNAL_LIMIT, journalLine, readStoredSpec, removeStoredSpec, specEtag, specFiles, storedSpecText,
   type JournaledSpec, type MemberChange, type SpecFiles, type StoredSpec,
 } from './spec-store.js';
 import { editMember, sameMember } from './member-edit.js';
@@ -54,8 +54,7 @@ export class LoadBalancerService {
   }) {}
 
   private specFiles(lbId: string): SpecFiles {
-    const files = this.deps.engine.files(lbId);
-    return { spec: files.spec, journal: files.specJournal };
+    return specFiles(this.deps.engine.files(lbId).dir);
   }
 
   private async journaled(lbId: string): Promise<JournaledSpec | null> {
