@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import type { AgentConfig } from './config/agent-config.js';
 import { certificateDir } from './loadbalancer/certificates.js';
-import { HaproxyEngine } from './haproxy/apply/engine.js';
+import { HaproxyEngine, type EngineOptions } from './haproxy/apply/engine.js';
 import { DirectSupervisor, type HaproxySupervisor } from './haproxy/process/process.js';
 import { SystemdSupervisor } from './haproxy/process/systemd.js';
 import { run } from './system/exec.js';
@@ -26,7 +26,9 @@ export async function buildSupervisor(config: AgentConfig): Promise<HaproxySuper
   return new DirectSupervisor(command, netns, aa.userGroupFile);
 }
 
-export async function buildEngine(config: AgentConfig, log: Logger, beforeBind?: (addresses: string[]) => Promise<void>): Promise<HaproxyEngine> {
+export async function buildEngine(
+  config: AgentConfig, log: Logger, hooks: Pick<EngineOptions, 'beforeBind' | 'onChange'> = {},
+): Promise<HaproxyEngine> {
   return new HaproxyEngine({
     baseDir: config.haproxyAmphora.basePath,
     haproxyCommand: [config.haproxyAmphora.haproxyCmd],
@@ -38,7 +40,7 @@ export async function buildEngine(config: AgentConfig, log: Logger, beforeBind?:
     memberConfigWriteDelayMs: config.amphoraAgent.memberConfigWriteDelayMs,
     runtimeMemberChanges: config.amphoraAgent.runtimeMemberChanges,
     certDir: (lbId) => certificateDir(config, lbId),
-    ...(beforeBind ? { beforeBind } : {}),
+    ...hooks,
   });
 }
 

@@ -8,8 +8,8 @@ import { HeartbeatSender } from '../health/sender.js';
 import { buildEngine, packageVersions } from '../agent.js';
 import { restartDead } from '../haproxy/process/watchdog.js';
 import { repeatAfter } from '../repeat.js';
-import { markHaproxy } from '../keepalived/haproxy-track.js';
 import { createApp } from '../api/app.js';
+import { followHaproxyChange } from '../loadbalancer/announce.js';
 import { ApplyMetrics } from '../loadbalancer/metrics.js';
 import { LoadBalancerService } from '../loadbalancer/service.js';
 import { readAmphoraFacts } from '../info/amphora-facts.js';
@@ -61,7 +61,10 @@ export async function serve(args: string[]): Promise<void> {
   // As Octavia's agent: lo.json, so `interface up all` at boot configures loopback too.
   await writeInterfaceFile(networkSettings(config), loopbackInterfaceFile());
 
-  const engine = await buildEngine(config, log, dev ? ensureDevVips : undefined);
+  const engine = await buildEngine(config, log, {
+    ...(dev ? { beforeBind: ensureDevVips } : {}),
+    onChange: (change) => followHaproxyChange({ engine, config: store, log }, change),
+  });
   const metrics = new ApplyMetrics(() => engine.supervisionOfAll());
   const loadBalancers = new LoadBalancerService({
     engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }),
@@ -120,11 +123,9 @@ export async function serve(args: string[]): Promise<void> {
   await ready;
   if (engine.processManager === 'direct') {
     // systemd restarts a dead haproxy (Restart=always); without it, the agent does.
-    // A haproxy that cannot be started again gives up the VIP at once (ACTIVE_STANDBY).
-    const basePath = config.haproxyAmphora.basePath;
+    // A haproxy that cannot be started again gives up the VIP at once (ACTIVE_STANDBY; the engine tells announce.ts).
     // Dead haproxies: the first restart at once, then with growing delays (docs/operations.md, "Supervision").
-    repeatAfter(2000, () => restartDead(engine, log, (lbId, running) => markHaproxy(basePath, lbId, running),
-      (lbId, outcome) => metrics.haproxyRestart(lbId, outcome)));
+    repeatAfter(2000, () => restartDead(engine, log, (lbId, outcome) => metrics.haproxyRestart(lbId, outcome)));
   }
   // Members added at runtime on a haproxy without a working init-state wait in
   // maintenance until a check passes; this makes them ready soon after.

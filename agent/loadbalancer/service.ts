@@ -14,12 +14,11 @@ import { poolsById, withMember } from '../spec/pools.js';
 import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../spec/types.js';
 import { validateMember, validateSpec } from '../spec/validate.js';
 import { ensureDir, writeFilesAtomic, type FileContent } from '../system/files.js';
-import { afterHaproxyChange } from './announce.js';
+import { afterLvsChange } from './announce.js';
 import {
   readCertificate, removeCertificate, removeCertificates, storeCertificate, writeCrtList,
 } from './certificates.js';
 import { describeMemberChange } from './changes.js';
-import { markHaproxy } from '../keepalived/haproxy-track.js';
 import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
 import { isReload, type ApplyOutcome } from '../outcome.js';
@@ -93,12 +92,10 @@ export class LoadBalancerService {
     const p = await prepareSpec(this.deps.config.current, await this.renderTarget(), spec, current);
     if (opts.dryRun) return this.dryRun(lbId, p);
     try {
-      const applied = await recordedApply(this.deps, '2.0', lbId, async () => {
+      const applied = await recordedApply(this.deps, '2.0', async () => {
         const out = await this.apply(lbId, p);
         this.specs.set(lbId, { stored: p.next, journal: '', changes: 0 });
-        // haproxy runs (ACTIVE_STANDBY: this amphora may hold the VIP again).
-        if (isReload(out.result)) await markHaproxy(this.deps.config.current.haproxyAmphora.basePath, lbId, true);
-        return { out, outcome: out.result, announce: isReload(out.result) ? p.rendered.haproxyConfig !== null : null };
+        return { out, outcome: out.result };
       }, started);
       return applied.out;
     } catch (err) {
@@ -144,14 +141,14 @@ export class LoadBalancerService {
         : { stored: next, journal: current.journal + journalLine(change), changes: current.changes + 1 };
       const companions = next.etag === current.stored.etag ? []
         : after.changes === 0 ? this.specFileContents(lbId, next) : [{ path: this.specFiles(lbId).journal, data: after.journal }];
-      const { out } = await recordedApply(this.deps, '2.0', lbId, async () => {
+      const { out } = await recordedApply(this.deps, '2.0', async () => {
         const report = await this.deps.engine.applyMemberEdit(lbId, this.amphoraId(lbId), edit, companions);
         this.specs.set(lbId, after);
         const out: PutResult & { result: ApplyOutcome } = {
           result: report.outcome, created: false, etag: next.etag, changes, ...reportedSteps(report, report.reloadReason, []),
           pending: report.pending, lvs: [],
         };
-        return { out, outcome: report.outcome, announce: isReload(report.outcome) ? true : null };
+        return { out, outcome: report.outcome };
       }, started).catch((err: unknown) => {
         this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
         throw err;
@@ -213,6 +210,7 @@ export class LoadBalancerService {
       report = { ...report, outcome: 'reloaded', reloadReason: NO_HAPROXY_LEFT };
     }
     const lvs = hasLvs ? await applyLvsListeners(this.deps, p.rendered.lvsConfigs, p.lvsRemoved) : [];
+    if (lvs.length > 0) await afterLvsChange(this.deps);
     if (hasLvs && specChanged) {
       await ensureDir(this.deps.engine.files(lbId).dir, 0o755);
       await writeFilesAtomic(specFiles);
@@ -262,8 +260,6 @@ export class LoadBalancerService {
       await removeStoredSpec(this.specFiles(lbId));
       this.specs.set(lbId, null);
       await removeCertificates(this.deps.config.current, lbId);
-      await markHaproxy(this.deps.config.current.haproxyAmphora.basePath, lbId, true); // gone, not down
-      await afterHaproxyChange(this.deps, lbId, false);
       return true;
     });
   }
