@@ -11,6 +11,7 @@ import { sendJson } from '../errors.js';
 import { isPemFilename, isSpecName } from '../params.js';
 import { idRefusal } from '../reserved-ids.js';
 import type { ConfigStore } from '../../config/store.js';
+import { BODY_LIMIT, SMALL_BODY_LIMIT } from '../body-limits.js';
 import { Routes } from '../routes.js';
 import { sendV2Error as fail, sendV2Failure } from './errors.js';
 import { openApiDocument } from './openapi.js';
@@ -23,15 +24,13 @@ export interface V2Deps {
   log: Logger;
 }
 
-const BODY_LIMIT = '32mb';
-
 export function createV2Router(deps: V2Deps): Router {
   const r = express.Router({ strict: true });
   // A known path with another method: 405.
   const routes = new Routes(r, (_req, res) => fail(res, 405, 'method_not_allowed', 'this method is not allowed here'));
   const { loadBalancers } = deps;
   const body = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
-  const pem = express.raw({ type: () => true, limit: '1mb' });
+  const pem = express.raw({ type: () => true, limit: SMALL_BODY_LIMIT });
 
   const lbParam = (req: Request, res: Response, next: NextFunction) => {
     const why = idRefusal(deps.config.current, String(req.params.lbId));
