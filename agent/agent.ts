@@ -2,7 +2,7 @@
 // with its process manager, API app). Nothing else decides which back end runs.
 import { readFile } from 'node:fs/promises';
 import type { AgentConfig } from './config/agent-config.js';
-import { certificateDir } from './loadbalancer/certificates.js';
+import { certificateDir } from './config/layout.js';
 import { HaproxyEngine, type EngineOptions } from './haproxy/apply/engine.js';
 import { DirectSupervisor, type HaproxySupervisor } from './haproxy/process/process.js';
 import { SystemdSupervisor } from './haproxy/process/systemd.js';
@@ -39,7 +39,7 @@ export async function buildEngine(
     drainTimeoutMs: config.amphoraAgent.memberDrainTimeout * 1000,
     memberConfigWriteDelayMs: config.amphoraAgent.memberConfigWriteDelayMs,
     runtimeMemberChanges: config.amphoraAgent.runtimeMemberChanges,
-    certDir: (lbId) => certificateDir(config, lbId),
+    certDir: (lbId) => certificateDir(config.haproxyAmphora.baseCertDir, lbId),
     ...hooks,
   });
 }

@@ -1,8 +1,11 @@
 // Where a load balancer's files live, relative to the agent's base directory:
 // its directory and the engine's files in it. A layer above the engine names
-// its own files in that directory (API 2.0's spec: loadbalancer/spec-store.ts).
+// its own files in that directory (API 2.0's spec: loadbalancer/spec-store.ts);
+// the paths the renderer writes into configs too (the stats socket, the
+// certificates) are in config/layout.ts.
 // Names follow Octavia's amphora agent so operators find what they expect.
 import { join } from 'node:path';
+import { loadBalancerDir } from '../config/layout.js';
 
 export interface LoadBalancerFiles {
   dir: string;
@@ -39,7 +42,7 @@ export interface LoadBalancerFiles {
 }
 
 export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFiles {
-  const dir = join(baseDir, lbId);
+  const dir = loadBalancerDir(baseDir, lbId);
   return {
     dir,
     config: join(dir, 'haproxy.cfg'),
@@ -58,9 +61,4 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
     retired: join(dir, 'retired.json'),
     configBehind: join(dir, 'config.behind'),
   };
-}
-
-/** The stats socket Octavia's configs declare for a load balancer: <base_path>/<lb_id>.sock. */
-export function statsSocket(baseDir: string, lbId: string): string {
-  return join(baseDir, `${lbId}.sock`);
 }

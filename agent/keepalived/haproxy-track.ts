@@ -11,11 +11,11 @@
 // (their ids are kept next to it, so an agent restart changes nothing).
 // Reloads and restarts that succeed never touch it: no false failover.
 import { join } from 'node:path';
+import { haproxyTrackFile } from '../config/layout.js';
 import { exists, readTextIfExists, writeFileAtomic } from '../system/files.js';
 
 export const HAPROXY_TRACK = 'amphora_haproxy';
 
-export const haproxyTrackFile = (basePath: string) => join(basePath, 'vrrp', 'haproxy.track');
 const downListFile = (basePath: string) => join(basePath, 'vrrp', 'haproxy.down');
 
 /**

@@ -9,7 +9,7 @@
 // listener starts.
 import type { ConfigStore } from '../config/store.js';
 import type { HaproxyChange, HaproxyEngine } from '../haproxy/apply/engine.js';
-import { statsSocket } from '../haproxy/layout.js';
+import { statsSocket } from '../config/layout.js';
 import { markHaproxy } from '../keepalived/haproxy-track.js';
 import { lvsInstance, lvsListenerIds, lvsVirtualAddresses, updateHaproxyCheckScript } from '../keepalived/service.js';
 import type { Logger } from '../log.js';

@@ -9,7 +9,7 @@ import { judgeHaproxyConfig } from '../haproxy/config/policy/judge.js';
 import { readAmphoraFacts } from '../info/amphora-facts.js';
 import { readPolicyExtension } from '../haproxy/config/policy/haproxy-allowed-extension.js';
 import { PolicyRefusedError, type PolicyContext } from '../haproxy/config/policy/types.js';
-import { statsSocket } from '../haproxy/layout.js';
+import { statsSocket } from '../config/layout.js';
 import {
   keepalivedPid, keepalivedSettings, reloadKeepalived, startKeepalived, stopKeepalived, type KeepalivedSettings,
 } from '../keepalived/process.js';

@@ -13,7 +13,8 @@ import { exists, removeTree, writeFileAtomic, type FileContent } from '../../sys
 import type { HaproxyCapabilities } from '../process/capabilities.js';
 import type { EditedConfig } from '../config/edited-config.js';
 import { KeyedLock } from '../../system/keyed-lock.js';
-import { statsSocket, type LoadBalancerFiles } from '../layout.js';
+import { statsSocket } from '../../config/layout.js';
+import type { LoadBalancerFiles } from '../layout.js';
 import { LoadBalancerStates, type LoadBalancerState } from './load-balancer-state.js';
 import type { LoadReport } from './loader.js';
 import { PendingMembers } from './pending.js';
