@@ -67,7 +67,7 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch(async (err: Error) => {
   // Loaded already when a spec was validated; cheap when not.
-  const { SpecError } = await import('./spec/validate.js');
+  const { SpecError } = await import('./model/spec/validate.js');
   if (err instanceof SpecError) {
     console.error(`amphora-agent: invalid spec:\n${err.problems.map((p) => `  ${p}`).join('\n')}`);
     process.exit(2);

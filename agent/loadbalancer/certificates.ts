@@ -12,7 +12,7 @@ import { certificateDir } from '../config/layout.js';
 import { AgentError } from '../errors.js';
 import { crtListPathProblems, parseCrtList } from '../haproxy/config/policy/crt-list.js';
 import { readPem } from '../haproxy/config/policy/pem.js';
-import type { LoadBalancerSpec } from '../spec/types.js';
+import type { LoadBalancerSpec } from '../model/spec/types.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
 import { MissingCertificateError } from './service-errors.js';
 import { certificateFiles } from './spec-store.js';

@@ -6,7 +6,7 @@
 import { keepalivedSettings } from '../keepalived/process.js';
 import { applyLvs, lvsInstance, lvsStatus, removeLvs } from '../keepalived/service.js';
 import type { RenderedLoadBalancer } from '../render/settings.js';
-import { LVS_PROTOCOLS, type LoadBalancerSpec } from '../spec/types.js';
+import { LVS_PROTOCOLS, type LoadBalancerSpec } from '../model/spec/types.js';
 import { readTextIfExists } from '../system/files.js';
 import { afterLvsStart, type AnnounceDeps } from './announce.js';
 

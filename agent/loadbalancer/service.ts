@@ -10,9 +10,9 @@ import type { ChangeReport, MemberEdit } from '../haproxy/apply/pipeline.js';
 import { KeyedLock } from '../system/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
 import type { AmphoraFacts, RenderTarget } from '../render/settings.js';
-import { poolsById, withMember } from '../spec/pools.js';
-import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../spec/types.js';
-import { validateMember, validateSpec } from '../spec/validate.js';
+import { poolsById, withMember } from '../model/spec/pools.js';
+import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../model/spec/types.js';
+import { validateMember, validateSpec } from '../model/spec/validate.js';
 import { ensureDir, writeFilesAtomic, type FileContent } from '../system/files.js';
 import { afterLvsChange } from './announce.js';
 import {

@@ -9,8 +9,8 @@
 // folded into spec.json every JOURNAL_LIMIT changes.
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { LoadBalancerSpec, MemberSpec, PoolSpec } from '../spec/types.js';
-import { poolsById, withMember } from '../spec/pools.js';
+import type { LoadBalancerSpec, MemberSpec, PoolSpec } from '../model/spec/types.js';
+import { poolsById, withMember } from '../model/spec/pools.js';
 import { readTextIfExists, removeFile } from '../system/files.js';
 
 export interface StoredSpec {

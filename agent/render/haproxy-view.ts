@@ -10,9 +10,9 @@ import { peerName } from '../model/names.js';
 import {
   LVS_PROTOCOLS, type HealthMonitorSpec, type L7PolicySpec, type L7RuleSpec, type ListenerSpec,
   type LoadBalancerSpec, type MemberSpec, type PoolSpec,
-} from '../spec/types.js';
+} from '../model/spec/types.js';
 import type { RenderSettings, RenderTarget } from './settings.js';
-import { defaultPoolOf, poolsById } from '../spec/pools.js';
+import { defaultPoolOf, poolsById } from '../model/spec/pools.js';
 import { haproxyThreads, sslCacheSize } from './amphora-tuning.js';
 import type { HaproxyView, ListenerView, MemberView, MonitorView, PolicyView, PoolView } from './haproxy-view-types.js';
 import { acl, cipherWords, disabledVersions, expectedCodes, haproxyAddress, haproxyWord } from './haproxy-words.js';

@@ -2,10 +2,10 @@
 // per UDP or SCTP listener, as Octavia's LVS templater makes them. Pure.
 import { isIPv6 } from 'node:net';
 import { udpCheckScript } from '../config/layout.js';
-import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from '../spec/types.js';
+import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from '../model/spec/types.js';
 import { expectedCodes } from './haproxy-words.js';
-import { defaultPoolOf, poolsById } from '../spec/pools.js';
-import { granularityFor } from '../spec/netmask.js';
+import { defaultPoolOf, poolsById } from '../model/spec/pools.js';
+import { granularityFor } from '../model/spec/netmask.js';
 import type { RenderSettings } from './settings.js';
 
 export interface RealServerView {

@@ -17,7 +17,7 @@ import { SysctlError } from '../../agent/net/ipvs-sysctls.js';
 import { MasqueradeError } from '../../agent/net/masquerade.js';
 import { NftablesError } from '../../agent/net/nftables.js';
 import { InterfaceExistsError, InterfaceNotFoundError } from '../../agent/net/plug.js';
-import { SpecError } from '../../agent/spec/validate.js';
+import { SpecError } from '../../agent/model/spec/validate.js';
 import { PolicyRefusedError } from '../../agent/haproxy/config/policy/types.js';
 import { StorageFullError } from '../../agent/system/files.js';
 
