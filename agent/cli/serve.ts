@@ -11,7 +11,7 @@ import { repeatAfter } from '../repeat.js';
 import { createApp } from '../api/app.js';
 import { followHaproxyChange } from '../loadbalancer/announce.js';
 import { ApplyMetrics } from '../loadbalancer/metrics.js';
-import { LoadBalancerService } from '../loadbalancer/service.js';
+import { V2Service } from '../loadbalancer/v2-service.js';
 import { readAmphoraFacts } from '../info/amphora-facts.js';
 import { createMtlsServer } from '../api/tls-server.js';
 import { rootLogger } from '../log.js';
@@ -66,7 +66,7 @@ export async function serve(args: string[]): Promise<void> {
     onChange: (change) => followHaproxyChange({ engine, config: store, log }, change),
   });
   const metrics = new ApplyMetrics(() => engine.supervisionOfAll());
-  const loadBalancers = new LoadBalancerService({
+  const loadBalancers = new V2Service({
     engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }),
     ...(config.haproxyAmphora.tuneFromAmphoraDetails ? { amphora: await readAmphoraFacts() } : {}),
   });

@@ -14,7 +14,7 @@ import { crtListPathProblems, parseCrtList } from '../haproxy/config/policy/crt-
 import { readPem } from '../haproxy/config/policy/pem.js';
 import type { LoadBalancerSpec } from '../model/spec/types.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
-import { MissingCertificateError } from './service-errors.js';
+import { MissingCertificateError } from './v2-errors.js';
 import { certificateFiles } from './spec-store.js';
 
 /** An uploaded certificate file that is neither PEM nor an allowed crt-list; nothing was written. */

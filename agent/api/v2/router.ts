@@ -1,11 +1,11 @@
 // API 2.0: declarative load balancers. Handlers parse, call the
-// LoadBalancerService, and turn its results and typed errors into HTTP
+// V2Service, and turn its results and typed errors into HTTP
 // (errors.ts: {"error": <word>, "message": ..., "problems"?: [...]}).
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Logger } from '../../log.js';
 import { InvalidCertificateFileError } from '../../loadbalancer/certificates.js';
 import type { PutResult } from '../../loadbalancer/put-result.js';
-import type { LoadBalancerService } from '../../loadbalancer/service.js';
+import type { V2Service } from '../../loadbalancer/v2-service.js';
 import type { ApplyMetrics } from '../../loadbalancer/metrics.js';
 import { sendJson } from '../errors.js';
 import { isPemFilename, isSpecName } from '../params.js';
@@ -17,7 +17,7 @@ import { sendV2Error as fail, sendV2Failure } from './errors.js';
 import { openApiDocument } from './openapi.js';
 
 export interface V2Deps {
-  loadBalancers: LoadBalancerService;
+  loadBalancers: V2Service;
   /** For the names no load balancer id may take (reserved-ids.ts). */
   config: ConfigStore;
   metrics: ApplyMetrics;

@@ -30,14 +30,14 @@ import {
 } from './spec-store.js';
 import { editMember, sameMember } from './member-edit.js';
 import { loadBalancerStatus, supervisionStatus, type LoadBalancerStatus, type SupervisionStatus } from './status.js';
-import { ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from './service-errors.js';
+import { ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from './v2-errors.js';
 import {
   applyLvsListeners, lvsChanges, lvsListeners, lvsStatuses, removeLvsListeners, removeNewLvs,
 } from './lvs-listeners.js';
 import { forcedReload, prepareSpec, type Prepared } from './prepared-spec.js';
 import { plannedReport, reportedSteps, type PutOptions, type PutResult } from './put-result.js';
 
-export class LoadBalancerService {
+export class V2Service {
   private readonly lock = new KeyedLock();
   /** The stored specs with their journals, read once: only this service writes them, under its lock. */
   private readonly specs = new Map<string, JournaledSpec | null>();
