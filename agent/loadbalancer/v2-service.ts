@@ -3,7 +3,9 @@
 // changed, a reload otherwise), with optimistic concurrency on the spec's
 // ETag; everything for one load balancer runs under one lock, so concurrent
 // writers are applied one after the other and the files always hold one
-// whole spec and the config rendered from it.
+// whole spec and the config rendered from it. What is not there is thrown
+// (ObjectNotFoundError), like every other refusal, never returned as null:
+// the router hands all of them to its one error handler.
 import type { ConfigStore } from '../config/store.js';
 import type { HaproxyEngine } from '../haproxy/apply/engine.js';
 import type { ChangeReport, MemberEdit } from '../haproxy/apply/pipeline.js';
@@ -110,19 +112,19 @@ export class V2Service {
    * one pool. Only the member is validated, only its server lines rendered,
    * the ETag and the journal line computed from it, so the cost does not
    * grow with the load balancer (haproxy pools; a UDP/SCTP pool's member
-   * goes through the whole-spec path, as keepalived restarts anyway). Null
-   * when there is no such member to remove.
+   * goes through the whole-spec path, as keepalived restarts anyway).
+   * ObjectNotFoundError for no load balancer, no pool, or no member to remove.
    */
-  async putMember(lbId: string, poolId: string, memberId: string, document: unknown | null, opts: PutOptions = {}): Promise<PutResult | null> {
+  async putMember(lbId: string, poolId: string, memberId: string, document: unknown | null, opts: PutOptions = {}): Promise<PutResult> {
     return this.lock.run(lbId, async () => {
       const started = process.hrtime.bigint();
       const current = await this.journaled(lbId);
-      if (current === null) throw new ObjectNotFoundError(`no load balancer ${lbId}`);
+      if (current === null) throw noLoadBalancer(lbId);
       this.checkPrecondition(current.stored, opts.ifMatch);
       const pool = poolsById(current.stored.spec).get(poolId);
       if (!pool) throw new ObjectNotFoundError(`no pool ${poolId} in load balancer ${lbId}`);
       const was = pool.members.find((m) => m.id === memberId);
-      if (document === null && was === undefined) return null;
+      if (document === null && was === undefined) throw new ObjectNotFoundError(`no member ${memberId} in pool ${poolId}`);
       const member = document === null ? null : validateMember(document, memberId, pool);
       const spec = withMember(current.stored.spec, poolId, memberId, member);
       if (LVS_PROTOCOLS.includes(pool.protocol)) return this.putSpec(lbId, spec, current, opts, started);
@@ -243,30 +245,31 @@ export class V2Service {
     return caughtUp;
   }
 
-  async get(lbId: string): Promise<(StoredSpec & { config: string }) | null> {
+  /** ObjectNotFoundError when there is no load balancer. */
+  async get(lbId: string): Promise<StoredSpec & { config: string }> {
     const stored = await this.lock.run(lbId, () => this.stored(lbId));
-    if (!stored) return null;
+    if (!stored) throw noLoadBalancer(lbId);
     return { ...stored, config: (await this.deps.engine.acceptedConfig(lbId)) ?? '' };
   }
 
-  /** Remove the load balancer; false when there was none. */
-  async delete(lbId: string, ifMatch?: string): Promise<boolean> {
+  /** Remove the load balancer; ObjectNotFoundError when there was none. */
+  async delete(lbId: string, ifMatch?: string): Promise<void> {
     return this.lock.run(lbId, async () => {
       const current = await this.stored(lbId);
       this.checkPrecondition(current, ifMatch);
-      if (current === null && !(await this.deps.engine.exists(lbId))) return false;
+      if (current === null && !(await this.deps.engine.exists(lbId))) throw noLoadBalancer(lbId);
       await removeLvsListeners(this.deps, current ? lvsListeners(current.spec) : []);
       await this.deps.engine.delete(lbId);
       await removeStoredSpec(this.specFiles(lbId));
       this.specs.set(lbId, null);
       await removeCertificates(this.deps.config.current, lbId);
-      return true;
     });
   }
 
-  async status(lbId: string): Promise<(LoadBalancerStatus & { haproxy: SupervisionStatus }) | null> {
+  /** ObjectNotFoundError when there is no load balancer. */
+  async status(lbId: string): Promise<LoadBalancerStatus & { haproxy: SupervisionStatus }> {
     const stored = this.specs.get(lbId)?.stored ?? (await this.lock.run(lbId, () => this.stored(lbId))); // no wait behind a drain
-    if (!stored) return null;
+    if (!stored) throw noLoadBalancer(lbId);
     // Asked together: a haproxy that does not answer costs one socket timeout, not two.
     const [rows, haproxy] = await Promise.all([this.deps.engine.stats(lbId).catch(() => []), this.deps.engine.supervision(lbId)]);
     const lvs = await lvsStatuses(this.deps, stored.spec);
@@ -277,10 +280,10 @@ export class V2Service {
     return storeCertificate(this.deps.config.current, lbId, name, pem);
   }
 
-  async deleteCertificate(lbId: string, name: string): Promise<boolean> {
-    if ((await readCertificate(this.deps.config.current, lbId, name)) === null) return false;
+  /** ObjectNotFoundError when there is no such file. */
+  async deleteCertificate(lbId: string, name: string): Promise<void> {
+    if ((await readCertificate(this.deps.config.current, lbId, name)) === null) throw new ObjectNotFoundError(`no certificate file ${name}`);
     await removeCertificate(this.deps.config.current, lbId, name);
-    return true;
   }
 
   private amphoraId(lbId: string): string {
@@ -290,4 +293,6 @@ export class V2Service {
 }
 
 const NO_HAPROXY_LEFT = 'no haproxy listeners left';
+
+const noLoadBalancer = (lbId: string) => new ObjectNotFoundError(`no load balancer ${lbId}`);
 
