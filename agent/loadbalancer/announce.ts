@@ -1,6 +1,6 @@
 // What follows a haproxy change on an amphora, whichever API or timer caused
 // it (Octavia's agent does the same): the engine tells followHaproxyChange,
-// its one subscriber, and nothing else calls these. keepalived's track file
+// its one subscriber, and nothing else follows one. keepalived's track file
 // learns whether haproxy runs (haproxy-track.ts); in ACTIVE_STANDBY the VRRP
 // check script lists every load balancer's stats socket; in SINGLE topology
 // the bind addresses the load report carries are announced (gratuitous ARP /
