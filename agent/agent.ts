@@ -1,60 +1,62 @@
-// The composition root: turns an AgentConfig into the running parts (engine
-// with its process manager, API app). Nothing else decides which back end runs.
-import { readFile } from 'node:fs/promises';
-import type { AgentConfig } from './config/agent-config.js';
-import { certificateDir } from './loadbalancer/certificates.js';
-import { HaproxyEngine } from './haproxy/apply/engine.js';
-import { DirectSupervisor, type HaproxySupervisor } from './haproxy/process/process.js';
-import { SystemdSupervisor } from './haproxy/process/systemd.js';
-import { run } from './system/exec.js';
+// The composition root: the one place that turns the config into the
+// running agent's parts and wires them together: the engine (its process
+// manager chosen in haproxy/from-config.ts) with its one subscriber
+// (loadbalancer/announce.ts), the metrics, API 2.0's service and the express
+// app on them. cli/serve.ts runs what it builds (readiness, the TLS server,
+// timers, signals).
+import type express from 'express';
+import { createApp } from './api/app.js';
+import type { ConfigStore } from './config/store.js';
+import type { HaproxyEngine } from './haproxy/apply/engine.js';
+import { buildEngine } from './haproxy/from-config.js';
+import { readAmphoraFacts } from './info/amphora-facts.js';
+import { packageVersions } from './info/package-versions.js';
+import { followHaproxyChange } from './loadbalancer/announce.js';
+import { ApplyMetrics } from './loadbalancer/metrics.js';
+import { V2Service } from './loadbalancer/v2-service.js';
 import type { Logger } from './log.js';
 
-export async function pid1IsSystemd(): Promise<boolean> {
-  const comm = await readFile('/proc/1/comm', 'utf8').catch(() => '');
-  return comm.trim() === 'systemd';
+/** The running agent's parts. */
+export interface Agent {
+  engine: HaproxyEngine;
+  metrics: ApplyMetrics;
+  loadBalancers: V2Service;
+  app: express.Express;
 }
 
-export async function buildSupervisor(config: AgentConfig): Promise<HaproxySupervisor> {
-  const aa = config.amphoraAgent;
-  const command = [config.haproxyAmphora.haproxyCmd];
-  const useSystemd = aa.processManager === 'systemd' || (aa.processManager === 'auto' && (await pid1IsSystemd()));
-  const netns = aa.networkNamespace;
-  if (useSystemd) {
-    if (!netns) throw new Error('process_manager systemd needs a network_namespace');
-    return new SystemdSupervisor(command, netns, aa.userGroupFile, aa.systemdUnitDir);
-  }
-  return new DirectSupervisor(command, netns, aa.userGroupFile);
+export interface AgentHooks {
+  /** Called with a config's bind addresses before haproxy loads it (the development default makes them local). */
+  beforeBind?: (addresses: string[]) => Promise<void>;
+  /** Re-read the server certificate after PUT /1.0/certificate (the TLS server is built around the app). */
+  reloadServerCertificate: () => Promise<void>;
 }
 
-export async function buildEngine(config: AgentConfig, log: Logger, beforeBind?: (addresses: string[]) => Promise<void>): Promise<HaproxyEngine> {
-  return new HaproxyEngine({
-    baseDir: config.haproxyAmphora.basePath,
-    haproxyCommand: [config.haproxyAmphora.haproxyCmd],
-    userGroupFile: config.amphoraAgent.userGroupFile,
-    supervisor: await buildSupervisor(config),
-    log: log.child({ module: 'engine' }),
-    protectNewMembers: config.amphoraAgent.protectNewMembers,
-    drainTimeoutMs: config.amphoraAgent.memberDrainTimeout * 1000,
-    memberConfigWriteDelayMs: config.amphoraAgent.memberConfigWriteDelayMs,
-    runtimeMemberChanges: config.amphoraAgent.runtimeMemberChanges,
-    certDir: (lbId) => certificateDir(config, lbId),
-    ...(beforeBind ? { beforeBind } : {}),
+export async function buildAgent(store: ConfigStore, log: Logger, hooks: AgentHooks): Promise<Agent> {
+  const config = store.current;
+  const engine: HaproxyEngine = await buildEngine(config, log, {
+    ...(hooks.beforeBind ? { beforeBind: hooks.beforeBind } : {}),
+    onChange: (change) => followHaproxyChange({ engine, config: store, log }, change),
   });
-}
-
-/**
- * Installed versions of Debian packages ('' for one that is not installed),
- * with one dpkg-query for all: it prints the packages it knows and exits 1
- * when one is unknown.
- */
-export async function packageVersions<K extends string>(pkgs: K[]): Promise<Record<K, string>> {
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format syntax
-  const res = await run(['dpkg-query', '-W', '-f=${Package}\t${db:Status-Abbrev}\t${Version}\n', ...pkgs]);
-  const found = new Map<string, string>();
-  for (const line of res.stdout.split('\n')) {
-    const [name, status, version] = line.split('\t');
-    // "ii " is installed; a removed package whose config files remain is still listed ("rc ").
-    if (name && status?.startsWith('ii') && version) found.set(name.replace(/:.*$/, ''), version);
-  }
-  return Object.fromEntries(pkgs.map((p) => [p, found.get(p) ?? ''])) as Record<K, string>;
+  const metrics = new ApplyMetrics(() => engine.supervisionOfAll());
+  const loadBalancers = new V2Service({
+    engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }),
+    ...(config.haproxyAmphora.tuneFromAmphoraDetails ? { amphora: await readAmphoraFacts() } : {}),
+  });
+  // Package versions do not change while the agent runs; ask dpkg once.
+  const versions = packageVersions(['haproxy', 'keepalived', 'ipvsadm']).then(async ({ haproxy, keepalived, ipvsadm }) => ({
+    // Outside a Debian package (a custom haproxy_cmd) report the binary's own version.
+    haproxy: haproxy || (await engine.capabilities()).version, keepalived, ipvsadm,
+  }));
+  // A failed probe ends the agent (cli/serve.ts); /1.0/info would get it as a 500.
+  versions.catch(() => {});
+  const app = createApp({
+    log: log.child({ module: 'api' }),
+    engine,
+    config: store,
+    metrics,
+    loadBalancers,
+    packageVersions: () => versions,
+    reloadServerCertificate: hooks.reloadServerCertificate,
+  });
+  return { engine, metrics, loadBalancers, app };
 }

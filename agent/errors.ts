@@ -3,8 +3,10 @@
 // keepalived/process.ts, net/plug.ts, ...); the class carries the facts (haproxy's
 // output, the missing file) and its `kind` says what sort of failure it is.
 // The APIs turn them into HTTP in one mapper each (api/v1/errors.ts,
-// api/v2/errors.ts); the CLI turns them into exit codes (main.ts). Anything
-// that is not an AgentError is a bug and ends as a 500.
+// api/v2/errors.ts), where anything that is not an AgentError is a bug and
+// ends as a 500. The CLI prints the message of any failure (main.ts) and
+// does not read kinds: exit status 2 for a usage error or an invalid spec
+// (what the user can fix in the command line), 1 for everything else.
 export type ErrorKind =
   /** The caller sent something unusable: a spec, a body, an option, an argument. */
   | 'invalid_input'

@@ -65,9 +65,11 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
+// Exit status 2 when the command line or the spec it names is wrong, 1 for
+// any other failure (errors.ts: the CLI reads no error kinds).
 main(process.argv.slice(2)).catch(async (err: Error) => {
   // Loaded already when a spec was validated; cheap when not.
-  const { SpecError } = await import('./spec/validate.js');
+  const { SpecError } = await import('./model/spec/validate.js');
   if (err instanceof SpecError) {
     console.error(`amphora-agent: invalid spec:\n${err.problems.map((p) => `  ${p}`).join('\n')}`);
     process.exit(2);

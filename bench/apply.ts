@@ -17,7 +17,7 @@ import { startAgent, type AgentUnderTest } from '../test/helpers/agent-process.j
 import { apiRequest } from '../test/helpers/api-client.js';
 import { renderLoadBalancer } from '../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../agent/render/settings.js';
-import { validateSpec } from '../agent/spec/validate.js';
+import { validateSpec } from '../agent/model/spec/validate.js';
 import { processPssKb } from './agents.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);

@@ -25,7 +25,7 @@ import { workerCommand } from '../agent/haproxy/process/master-cli.js';
 import { DirectSupervisor } from '../agent/haproxy/process/process.js';
 import { renderLoadBalancer } from '../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../agent/render/settings.js';
-import { validateSpec } from '../agent/spec/validate.js';
+import { validateSpec } from '../agent/model/spec/validate.js';
 import { run } from '../agent/system/exec.js';
 import { apiRequest } from '../test/helpers/api-client.js';
 import { startAgent } from '../test/helpers/agent-process.js';

@@ -1,8 +1,8 @@
 // The load balancer bench/render.ts renders: 50 HTTP listeners, each with its
 // own pool of 100 members (5,000 in all) and an HTTP health monitor, with
 // session persistence and inserted headers on every other one.
-import type { LoadBalancerSpec } from '../agent/spec/types.js';
-import { validateSpec } from '../agent/spec/validate.js';
+import type { LoadBalancerSpec } from '../agent/model/spec/types.js';
+import { validateSpec } from '../agent/model/spec/validate.js';
 
 export function benchSpec(listeners = 50, membersPerPool = 100): LoadBalancerSpec {
   const uuid = (kind: number, i: number, j = 0) =>

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { benchSpec } from './render-spec.js';
 import { renderLoadBalancer } from '../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../agent/render/settings.js';
-import { validateSpec } from '../agent/spec/validate.js';
+import { validateSpec } from '../agent/model/spec/validate.js';
 import { OctaviaRenderer, octaviaSettings } from '../test/helpers/octavia-render.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);

@@ -15,7 +15,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { updateHaproxyCheckScript } from '../agent/keepalived/service.js';
-import { statsSocket } from '../agent/haproxy/layout.js';
+import { statsSocket } from '../agent/config/layout.js';
 import { HAPROXIES, testDir } from '../test/helpers/haproxies.js';
 import { createTestNetwork } from '../test/helpers/netns.js';
 import { applyConfig, testEngine } from '../test/helpers/engine.js';

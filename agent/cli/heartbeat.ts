@@ -5,7 +5,7 @@ import { rootLogger } from '../log.js';
 import { ConfigStore } from '../config/store.js';
 import { HeartbeatSender } from '../health/sender.js';
 import { encodeHeartbeat } from '../health/envelope.js';
-import { buildEngine } from '../agent.js';
+import { buildEngine } from '../haproxy/from-config.js';
 
 export async function heartbeat(args: string[]): Promise<void> {
   if (!args.includes('--print')) throw new Error('usage: amphora-agent heartbeat --print [--config-file PATH]');

@@ -1,18 +1,15 @@
 // `amphora-agent serve [--config-file PATH]`: run the agent. Without a config
 // file it uses the built-in development configuration in ./.amphora-dev.
+// The parts come from the composition root (agent.ts); this runs them: the
+// API held until haproxy is probed, the TLS server, the timers, the signals.
 import type { RequestListener } from 'node:http';
 import { DEV_VIP_NETWORK, devVipsUnusable, ensureDevSetup, ensureDevVips, type DevSetup } from '../config/dev-default.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { ConfigStore } from '../config/store.js';
 import { HeartbeatSender } from '../health/sender.js';
-import { buildEngine, packageVersions } from '../agent.js';
+import { buildAgent } from '../agent.js';
 import { restartDead } from '../haproxy/process/watchdog.js';
 import { repeatAfter } from '../repeat.js';
-import { markHaproxy } from '../keepalived/haproxy-track.js';
-import { createApp } from '../api/app.js';
-import { ApplyMetrics } from '../loadbalancer/metrics.js';
-import { LoadBalancerService } from '../loadbalancer/service.js';
-import { readAmphoraFacts } from '../info/amphora-facts.js';
 import { createMtlsServer } from '../api/tls-server.js';
 import { rootLogger } from '../log.js';
 import { run } from '../system/exec.js';
@@ -61,11 +58,10 @@ export async function serve(args: string[]): Promise<void> {
   // As Octavia's agent: lo.json, so `interface up all` at boot configures loopback too.
   await writeInterfaceFile(networkSettings(config), loopbackInterfaceFile());
 
-  const engine = await buildEngine(config, log, dev ? ensureDevVips : undefined);
-  const metrics = new ApplyMetrics(() => engine.supervisionOfAll());
-  const loadBalancers = new LoadBalancerService({
-    engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }),
-    ...(config.haproxyAmphora.tuneFromAmphoraDetails ? { amphora: await readAmphoraFacts() } : {}),
+  let reloadServerCertificate: () => Promise<void> = async () => {};
+  const { engine, metrics, loadBalancers, app } = await buildAgent(store, log, {
+    ...(dev ? { beforeBind: ensureDevVips } : {}),
+    reloadServerCertificate: () => reloadServerCertificate(),
   });
   // haproxy's probe (five short haproxy runs) and the recovery of interrupted
   // applies run while the API starts: it answers GET / and /1.0/info at once
@@ -82,24 +78,6 @@ export async function serve(args: string[]): Promise<void> {
   })();
   let isReady = false;
   ready.then(() => { isReady = true; }, () => {});
-
-  // Package versions do not change while the agent runs; ask dpkg once.
-  const versions = packageVersions(['haproxy', 'keepalived', 'ipvsadm']).then(async ({ haproxy, keepalived, ipvsadm }) => ({
-    // Outside a Debian package (a custom haproxy_cmd) report the binary's own version.
-    haproxy: haproxy || (await engine.capabilities()).version, keepalived, ipvsadm,
-  }));
-  // A failed probe ends the agent through `ready`; /1.0/info would get it as a 500.
-  versions.catch(() => {});
-  let reloadServerCertificate: () => Promise<void> = async () => {};
-  const app = createApp({
-    log: log.child({ module: 'api' }),
-    engine,
-    config: store,
-    metrics,
-    loadBalancers,
-    packageVersions: () => versions,
-    reloadServerCertificate: () => reloadServerCertificate(),
-  });
   const handler: RequestListener = (req, res) => {
     if (isReady || (req.method === 'GET' && EARLY_PATHS.has(req.url ?? ''))) return void app(req, res);
     ready.then(() => app(req, res), () => res.destroy());
@@ -120,11 +98,9 @@ export async function serve(args: string[]): Promise<void> {
   await ready;
   if (engine.processManager === 'direct') {
     // systemd restarts a dead haproxy (Restart=always); without it, the agent does.
-    // A haproxy that cannot be started again gives up the VIP at once (ACTIVE_STANDBY).
-    const basePath = config.haproxyAmphora.basePath;
+    // A haproxy that cannot be started again gives up the VIP at once (ACTIVE_STANDBY; the engine tells announce.ts).
     // Dead haproxies: the first restart at once, then with growing delays (docs/operations.md, "Supervision").
-    repeatAfter(2000, () => restartDead(engine, log, (lbId, running) => markHaproxy(basePath, lbId, running),
-      (lbId, outcome) => metrics.haproxyRestart(lbId, outcome)));
+    repeatAfter(2000, () => restartDead(engine, log, (lbId, outcome) => metrics.haproxyRestart(lbId, outcome)));
   }
   // Members added at runtime on a haproxy without a working init-state wait in
   // maintenance until a check passes; this makes them ready soon after.

@@ -1,6 +1,11 @@
-// Where a load balancer's files live, relative to the agent's base directory.
+// Where a load balancer's files live, relative to the agent's base directory:
+// its directory and the engine's files in it. A layer above the engine names
+// its own files in that directory (API 2.0's spec: loadbalancer/spec-store.ts);
+// the paths the renderer writes into configs too (the stats socket, the
+// certificates) are in config/layout.ts.
 // Names follow Octavia's amphora agent so operators find what they expect.
 import { join } from 'node:path';
+import { loadBalancerDir } from '../config/layout.js';
 
 export interface LoadBalancerFiles {
   dir: string;
@@ -32,16 +37,12 @@ export interface LoadBalancerFiles {
   pendingReady: string;
   /** Members an API 1.0 reload removed at runtime, in maintenance until haproxy lets them be deleted. */
   retired: string;
-  /** The accepted load-balancer spec and its ETag (API 2.0), as of the last whole-spec PUT or compaction. */
-  spec: string;
-  /** API 2.0 member calls since spec.json, one JSON line each (spec-store.ts). */
-  specJournal: string;
   /** Present while a member call's config is not yet written (deferred-config.ts). */
   configBehind: string;
 }
 
 export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFiles {
-  const dir = join(baseDir, lbId);
+  const dir = loadBalancerDir(baseDir, lbId);
   return {
     dir,
     config: join(dir, 'haproxy.cfg'),
@@ -58,13 +59,6 @@ export function loadBalancerFiles(baseDir: string, lbId: string): LoadBalancerFi
     stopped: join(dir, 'stopped'),
     pendingReady: join(dir, 'pending-ready.json'),
     retired: join(dir, 'retired.json'),
-    spec: join(dir, 'spec.json'),
-    specJournal: join(dir, 'spec.journal'),
     configBehind: join(dir, 'config.behind'),
   };
-}
-
-/** The stats socket Octavia's configs declare for a load balancer: <base_path>/<lb_id>.sock. */
-export function statsSocket(baseDir: string, lbId: string): string {
-  return join(baseDir, `${lbId}.sock`);
 }

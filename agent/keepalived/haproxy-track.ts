@@ -11,11 +11,11 @@
 // (their ids are kept next to it, so an agent restart changes nothing).
 // Reloads and restarts that succeed never touch it: no false failover.
 import { join } from 'node:path';
+import { haproxyTrackFile } from '../config/layout.js';
 import { exists, readTextIfExists, writeFileAtomic } from '../system/files.js';
 
 export const HAPROXY_TRACK = 'amphora_haproxy';
 
-export const haproxyTrackFile = (basePath: string) => join(basePath, 'vrrp', 'haproxy.track');
 const downListFile = (basePath: string) => join(basePath, 'vrrp', 'haproxy.down');
 
 /**
@@ -50,9 +50,9 @@ export async function ensureHaproxyTrack(basePath: string): Promise<void> {
 
 /**
  * Record whether a load balancer's haproxy runs (true) or is down for good
- * (false). Without a VRRP config (SINGLE topology) it does nothing. This is
- * the hook for whoever learns it: API start/stop/reload, and the haproxy
- * supervisor when a restart of a dead haproxy fails or succeeds.
+ * (false). Without a VRRP config (SINGLE topology) it does nothing. Called
+ * only by the engine's subscriber (loadbalancer/announce.ts), which hears of
+ * every start, reload, stop, removal and watchdog restart.
  */
 export async function markHaproxy(basePath: string, lbId: string, running: boolean): Promise<void> {
   if (!(await exists(join(basePath, 'vrrp')))) return;

@@ -4,6 +4,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TEMPLATES_DIR } from '../package-root.js';
+import { udpCheckScript, vrrpCheckScript } from '../config/layout.js';
 import { checkKeepalivedConfig, OCTAVIA_NAMESPACE, type KeepalivedConfigKind } from '../haproxy/config/policy/keepalived-config.js';
 import { PolicyRefusedError } from '../haproxy/config/policy/types.js';
 import { ensureHaproxyTrack, withHaproxyTrack } from './haproxy-track.js';
@@ -82,9 +83,7 @@ export async function uploadVrrp(basePath: string, s: KeepalivedSettings, config
   await writeFileAtomic(inst.config, config, 0o644);
   await writeFileAtomic(inst.runConfig!, withHaproxyTrack(config, basePath), 0o644);
   await ensureHaproxyTrack(basePath);
-  if (!(await exists(join(basePath, 'vrrp', 'check_script.sh')))) {
-    await writeFileAtomic(join(basePath, 'vrrp', 'check_script.sh'), CHECK_SCRIPT, 0o755);
-  }
+  if (!(await exists(vrrpCheckScript(basePath)))) await writeFileAtomic(vrrpCheckScript(basePath), CHECK_SCRIPT, 0o755);
   await updateHaproxyCheckScript(basePath, lbSockets, hasLvs);
   await installUnit(inst, s);
 }
@@ -113,7 +112,7 @@ export async function uploadLvs(basePath: string, s: KeepalivedSettings, listene
   judgeKeepalivedConfig(basePath, s, 'lvs', config);
   const inst = lvsInstance(basePath, listenerId);
   await ensureDir(join(basePath, 'lvs', 'check'), 0o755);
-  const check = join(basePath, 'lvs', 'check', 'udp_check.sh');
+  const check = udpCheckScript(basePath);
   if (!(await exists(check))) await writeFileAtomic(check, UDP_CHECK, 0o700);
   await writeFileAtomic(inst.config, config, 0o644);
   await installUnit(inst, s);

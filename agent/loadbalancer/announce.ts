@@ -1,12 +1,16 @@
-// What follows a haproxy start, reload or removal on an amphora, whichever API
-// caused it (Octavia's agent does the same): in ACTIVE_STANDBY the VRRP check
-// script lists every load balancer's stats socket; in SINGLE topology the bind
-// addresses are announced (gratuitous ARP / unsolicited NA), in the
-// background, so the network learns where the VIP lives now. Octavia 16 and
-// later do the same after an LVS (UDP/SCTP) listener starts.
+// What follows a haproxy change on an amphora, whichever API or timer caused
+// it (Octavia's agent does the same): the engine tells followHaproxyChange,
+// its one subscriber, and nothing else follows one. keepalived's track file
+// learns whether haproxy runs (haproxy-track.ts); in ACTIVE_STANDBY the VRRP
+// check script lists every load balancer's stats socket; in SINGLE topology
+// the bind addresses the load report carries are announced (gratuitous ARP /
+// unsolicited NA), in the background, so the network learns where the VIP
+// lives now. Octavia 16 and later do the same after an LVS (UDP/SCTP)
+// listener starts.
 import type { ConfigStore } from '../config/store.js';
-import type { HaproxyEngine } from '../haproxy/apply/engine.js';
-import { statsSocket } from '../haproxy/layout.js';
+import type { HaproxyChange, HaproxyEngine } from '../haproxy/apply/engine.js';
+import { statsSocket } from '../config/layout.js';
+import { markHaproxy } from '../keepalived/haproxy-track.js';
 import { lvsInstance, lvsListenerIds, lvsVirtualAddresses, updateHaproxyCheckScript } from '../keepalived/service.js';
 import type { Logger } from '../log.js';
 import { announceAddresses } from '../net/advertise.js';
@@ -19,26 +23,63 @@ export interface AnnounceDeps {
   log: Logger;
 }
 
-export async function afterHaproxyChange(deps: AnnounceDeps, lbId: string, running: boolean): Promise<void> {
+/** The engine's subscriber (EngineOptions.onChange). */
+export async function followHaproxyChange(deps: AnnounceDeps, change: HaproxyChange): Promise<void> {
+  const base = deps.config.current.haproxyAmphora.basePath;
+  const { lbId } = change;
+  switch (change.kind) {
+    case 'loaded':
+      await markHaproxy(base, lbId, true);
+      return afterHaproxyChange(deps, lbId, change.load.bindAddresses);
+    case 'ran':
+      await markHaproxy(base, lbId, true);
+      return afterHaproxyChange(deps, lbId, change.bindAddresses);
+    case 'restarted':
+      // The config it ran before: its sockets are listed, its addresses where they were.
+      return markHaproxy(base, lbId, true);
+    case 'dead':
+      return markHaproxy(base, lbId, false);
+    case 'stopped':
+      // Stopped for good: in ACTIVE_STANDBY the VIP leaves at once (haproxy-track.ts).
+      await markHaproxy(base, lbId, false);
+      return afterHaproxyChange(deps, lbId, null);
+    case 'deleted':
+      await markHaproxy(base, lbId, true); // gone, not down
+      return afterHaproxyChange(deps, lbId, null);
+  }
+}
+
+/** `binds`: what haproxy binds now it runs; null when it no longer runs. */
+async function afterHaproxyChange(deps: AnnounceDeps, lbId: string, binds: string[] | null): Promise<void> {
   const c = deps.config.current;
   if (c.controllerWorker.loadbalancerTopology === 'ACTIVE_STANDBY') {
-    const base = c.haproxyAmphora.basePath;
-    const lbs = (await deps.engine.loadBalancerIds()).filter((lb) => running || lb !== lbId);
-    await updateHaproxyCheckScript(base, lbs.map((lb) => statsSocket(base, lb)), (await lvsListenerIds(base)).length > 0);
-  } else if (running && c.amphoraAgent.networkNamespace) {
+    await updateCheckScript(deps, binds !== null ? null : lbId);
+  } else if (binds !== null && c.amphoraAgent.networkNamespace) {
     const netns = c.amphoraAgent.networkNamespace;
     // After the caller has answered, not awaited: nobody waits for the
     // announcement (failures are logged by announceAddresses), arping waits a
     // second for replies, and starting a process (a fork) takes the event
     // loop for a while.
     setImmediate(() => {
-      announceBinds(deps, lbId, netns).catch((err: Error) => deps.log.warn({ lbId, err: err.message }, 'address announcement failed'));
+      announceAddresses(netns, binds, deps.log).catch((err: Error) => deps.log.warn({ lbId, err: err.message }, 'address announcement failed'));
     });
   }
 }
 
-async function announceBinds(deps: AnnounceDeps, lbId: string, netns: string): Promise<void> {
-  await announceAddresses(netns, await deps.engine.bindAddresses(lbId), deps.log);
+/** The VRRP check script of ACTIVE_STANDBY: every load balancer's stats socket (but `without`'s), or whether LVS listeners remain. */
+async function updateCheckScript(deps: AnnounceDeps, without: string | null): Promise<void> {
+  const base = deps.config.current.haproxyAmphora.basePath;
+  const lbs = (await deps.engine.loadBalancerIds()).filter((lb) => lb !== without);
+  await updateHaproxyCheckScript(base, lbs.map((lb) => statsSocket(base, lb)), (await lvsListenerIds(base)).length > 0);
+}
+
+/**
+ * After API 2.0 started or removed LVS listeners: in ACTIVE_STANDBY the
+ * check script, which says whether LVS listeners remain when no haproxy
+ * runs. (Their addresses are announced as each starts: afterLvsStart.)
+ */
+export async function afterLvsChange(deps: AnnounceDeps): Promise<void> {
+  if (deps.config.current.controllerWorker.loadbalancerTopology === 'ACTIVE_STANDBY') await updateCheckScript(deps, null);
 }
 
 /**

@@ -8,13 +8,13 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { AgentConfig } from '../config/agent-config.js';
-import { certificateDir as certificateDirOf } from '../config/layout.js';
+import { certificateDir } from '../config/layout.js';
 import { AgentError } from '../errors.js';
 import { crtListPathProblems, parseCrtList } from '../haproxy/config/policy/crt-list.js';
 import { readPem } from '../haproxy/config/policy/pem.js';
-import type { LoadBalancerSpec } from '../spec/types.js';
+import type { LoadBalancerSpec } from '../model/spec/types.js';
 import { ensureDir, readTextIfExists, removeFile, removeTree, writeFileAtomic } from '../system/files.js';
-import { MissingCertificateError } from './service-errors.js';
+import { MissingCertificateError } from './v2-errors.js';
 import { certificateFiles } from './spec-store.js';
 
 /** An uploaded certificate file that is neither PEM nor an allowed crt-list; nothing was written. */
@@ -32,10 +32,6 @@ export interface UploadForm {
   crtList: boolean;
 }
 
-export function certificateDir(config: AgentConfig, lbId: string): string {
-  return certificateDirOf(config.haproxyAmphora.baseCertDir, lbId);
-}
-
 /** Why `body` may not be stored as one of `lbId`'s certificate files, or null. */
 export function certificateFileProblem(config: AgentConfig, lbId: string, body: Buffer, form: UploadForm): string | null {
   // Certificates, keys and CRLs are PEM; a crt-list is paths and holds no PEM armour.
@@ -47,7 +43,7 @@ export function certificateFileProblem(config: AgentConfig, lbId: string, body: 
   if (bad >= 0) return `neither PEM nor a crt-list: byte 0x${body[bad]!.toString(16).padStart(2, '0')} at offset ${bad} is not text`;
   const { entries, problems } = parseCrtList(body.toString('latin1'));
   const agentFiles = [config.amphoraAgent.agentServerCert, config.amphoraAgent.agentServerCa];
-  const all = [...problems, ...crtListPathProblems(entries, certificateDir(config, lbId), agentFiles)];
+  const all = [...problems, ...crtListPathProblems(entries, certificateDir(config.haproxyAmphora.baseCertDir, lbId), agentFiles)];
   if (all.length > 0) return `neither PEM nor a crt-list of this load balancer's certificates: ${all.map((p) => `line ${p.line}: ${p.reason}`).join('; ')}`;
   if (entries.length === 0) return 'neither PEM nor a crt-list: it names no certificate';
   return null;
@@ -57,29 +53,29 @@ export function certificateFileProblem(config: AgentConfig, lbId: string, body: 
 export async function storeCertificate(config: AgentConfig, lbId: string, name: string, pem: Buffer, form: UploadForm = { crtList: false }): Promise<void> {
   const problem = certificateFileProblem(config, lbId, pem, form);
   if (problem !== null) throw new InvalidCertificateFileError(problem);
-  const dir = certificateDir(config, lbId);
+  const dir = certificateDir(config.haproxyAmphora.baseCertDir, lbId);
   await ensureDir(dir, 0o700);
   await writeFileAtomic(join(dir, name), pem, 0o600);
 }
 
 /** The file's text, or null when there is none. */
 export function readCertificate(config: AgentConfig, lbId: string, name: string): Promise<string | null> {
-  return readTextIfExists(join(certificateDir(config, lbId), name));
+  return readTextIfExists(join(certificateDir(config.haproxyAmphora.baseCertDir, lbId), name));
 }
 
 export function removeCertificate(config: AgentConfig, lbId: string, name: string): Promise<void> {
-  return removeFile(join(certificateDir(config, lbId), name));
+  return removeFile(join(certificateDir(config.haproxyAmphora.baseCertDir, lbId), name));
 }
 
 export function removeCertificates(config: AgentConfig, lbId: string): Promise<void> {
-  return removeTree(certificateDir(config, lbId));
+  return removeTree(certificateDir(config.haproxyAmphora.baseCertDir, lbId));
 }
 
 /** sha256 of each certificate file the spec names (API 2.0); a missing file is an error the caller can fix. */
 export async function certificateFingerprints(config: AgentConfig, spec: LoadBalancerSpec): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const name of certificateFiles(spec)) {
-    const pem = await readTextIfExists(join(certificateDir(config, spec.id), name));
+    const pem = await readTextIfExists(join(certificateDir(config.haproxyAmphora.baseCertDir, spec.id), name));
     if (pem === null) throw new MissingCertificateError(name);
     out[name] = createHash('sha256').update(pem).digest('hex');
   }
@@ -88,6 +84,6 @@ export async function certificateFingerprints(config: AgentConfig, spec: LoadBal
 
 /** A crt-list API 2.0 renders, written only when it changed. */
 export async function writeCrtList(config: AgentConfig, lbId: string, path: string, content: string): Promise<void> {
-  await ensureDir(certificateDir(config, lbId), 0o700);
+  await ensureDir(certificateDir(config.haproxyAmphora.baseCertDir, lbId), 0o700);
   if ((await readTextIfExists(path)) !== content) await writeFileAtomic(path, content, 0o600);
 }

@@ -1,7 +1,7 @@
 // What a new spec changes compared with the accepted one, object by object,
 // in words a control-plane author reads: "member p1/m3 added",
 // "member p1/m2 changed: weight 1 -> 5". Pure.
-import type { LoadBalancerSpec, MemberSpec, PoolSpec } from '../spec/types.js';
+import type { LoadBalancerSpec, MemberSpec, PoolSpec } from '../model/spec/types.js';
 
 type Flat = Map<string, Record<string, unknown>>;
 

@@ -2,11 +2,11 @@
 // not haproxy, so they go around the engine: which listeners a spec has,
 // what applying its rendered configs would restart or remove (a dry run's
 // report), doing it, taking away those a failed apply added, and their
-// statuses. Apart from service.ts, which decides when each is done.
+// statuses. Apart from v2-service.ts, which decides when each is done.
 import { keepalivedSettings } from '../keepalived/process.js';
 import { applyLvs, lvsInstance, lvsStatus, removeLvs } from '../keepalived/service.js';
 import type { RenderedLoadBalancer } from '../render/settings.js';
-import { LVS_PROTOCOLS, type LoadBalancerSpec } from '../spec/types.js';
+import { LVS_PROTOCOLS, type LoadBalancerSpec } from '../model/spec/types.js';
 import { readTextIfExists } from '../system/files.js';
 import { afterLvsStart, type AnnounceDeps } from './announce.js';
 

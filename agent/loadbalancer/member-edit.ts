@@ -7,7 +7,7 @@
 import type { EditedConfig } from '../haproxy/config/edited-config.js';
 import type { MemberEdit } from '../haproxy/apply/pipeline.js';
 import type { MemberLines } from '../haproxy/apply/plan.js';
-import type { MemberSpec } from '../spec/types.js';
+import type { MemberSpec } from '../model/spec/types.js';
 
 /**
  * `base` with the member set to its new lines (`after`: backend -> line) or

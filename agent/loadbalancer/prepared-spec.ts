@@ -5,7 +5,7 @@
 import type { AgentConfig } from '../config/agent-config.js';
 import { renderLoadBalancer } from '../render/render.js';
 import type { RenderedLoadBalancer, RenderTarget } from '../render/settings.js';
-import type { LoadBalancerSpec } from '../spec/types.js';
+import type { LoadBalancerSpec } from '../model/spec/types.js';
 import { certificateFingerprints } from './certificates.js';
 import { describeChanges } from './changes.js';
 import { lvsListeners } from './lvs-listeners.js';

@@ -1,31 +1,28 @@
-// What both APIs do around an apply of haproxy: time it, count its outcome
-// (or its failure) in the metrics, and run what follows a haproxy change
-// (announce.ts). One helper, so a 1.0 reload and a 2.0 PUT are counted and
-// announced by the same rule.
+// What both APIs do around an apply of haproxy: time it and count its
+// outcome (or its failure) in the metrics. One helper, so a 1.0 reload and a
+// 2.0 PUT are counted by the same rule. (What follows the change itself, the
+// engine tells announce.ts.)
 import { AgentError } from '../errors.js';
-import { afterHaproxyChange, type AnnounceDeps } from './announce.js';
 import { secondsSince, type ApplyApi, type ApplyMetrics } from './metrics.js';
 import type { ApplyOutcome } from '../outcome.js';
 
-export interface RecordedApplyDeps extends AnnounceDeps {
+export interface RecordedApplyDeps {
   metrics: ApplyMetrics;
 }
 
 export interface Applied {
   outcome: ApplyOutcome;
-  /** After the apply: announce haproxy as running (true), as gone (false), or not at all (null). */
-  announce: boolean | null;
 }
 
 /** A load balancer that is not there was not applied, so it is no failed apply. */
 const isFailedApply = (err: unknown) => !(err instanceof AgentError && err.kind === 'not_found');
 
 /**
- * Run `apply` for `lbId` and record it. `started` is when the apply began
+ * Run `apply` and record it. `started` is when the apply began
  * from the caller's view (API 2.0 counts its render too).
  */
 export async function recordedApply<T extends Applied>(
-  deps: RecordedApplyDeps, api: ApplyApi, lbId: string, apply: () => Promise<T>, started = process.hrtime.bigint(),
+  deps: RecordedApplyDeps, api: ApplyApi, apply: () => Promise<T>, started = process.hrtime.bigint(),
 ): Promise<T> {
   let out: T;
   try {
@@ -35,6 +32,5 @@ export async function recordedApply<T extends Applied>(
     throw err;
   }
   deps.metrics.record(api, out.outcome, secondsSince(started));
-  if (out.announce !== null) await afterHaproxyChange(deps, lbId, out.announce);
   return out;
 }

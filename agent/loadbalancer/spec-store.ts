@@ -8,8 +8,9 @@
 // spec, so its cost does not grow with the load balancer; the journal is
 // folded into spec.json every JOURNAL_LIMIT changes.
 import { createHash } from 'node:crypto';
-import type { LoadBalancerSpec, MemberSpec, PoolSpec } from '../spec/types.js';
-import { poolsById, withMember } from '../spec/pools.js';
+import { join } from 'node:path';
+import type { LoadBalancerSpec, MemberSpec, PoolSpec } from '../model/spec/types.js';
+import { poolsById, withMember } from '../model/spec/pools.js';
 import { readTextIfExists, removeFile } from '../system/files.js';
 
 export interface StoredSpec {
@@ -32,8 +33,18 @@ export interface MemberChange {
 export const JOURNAL_LIMIT = 200;
 
 export interface SpecFiles {
+  /** The accepted spec and its ETag, as of the last whole-spec PUT or compaction. */
   spec: string;
+  /** The member calls since spec.json, one JSON line each. */
   journal: string;
+}
+
+/**
+ * API 2.0's files in a load balancer's directory (haproxy/layout.ts names
+ * the directory and the engine's files; these are only this layer's).
+ */
+export function specFiles(lbDir: string): SpecFiles {
+  return { spec: join(lbDir, 'spec.json'), journal: join(lbDir, 'spec.journal') };
 }
 
 /** A stored spec with the journal text that leads to it from spec.json. */

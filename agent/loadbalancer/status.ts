@@ -7,7 +7,7 @@ import type { Supervision } from '../haproxy/process/supervision.js';
 import type { UnitState } from '../haproxy/process/systemd-unit.js';
 import { buildHeartbeat, poolStatuses } from '../health/message.js';
 import type { StatRow } from '../haproxy/process/stats.js';
-import type { LoadBalancerSpec } from '../spec/types.js';
+import type { LoadBalancerSpec } from '../model/spec/types.js';
 
 export interface LoadBalancerStatus {
   id: string;

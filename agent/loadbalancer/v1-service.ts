@@ -9,14 +9,13 @@ import { judgeHaproxyConfig } from '../haproxy/config/policy/judge.js';
 import { readAmphoraFacts } from '../info/amphora-facts.js';
 import { readPolicyExtension } from '../haproxy/config/policy/haproxy-allowed-extension.js';
 import { PolicyRefusedError, type PolicyContext } from '../haproxy/config/policy/types.js';
-import { statsSocket } from '../haproxy/layout.js';
+import { statsSocket } from '../config/layout.js';
 import {
   keepalivedPid, keepalivedSettings, reloadKeepalived, startKeepalived, stopKeepalived, type KeepalivedSettings,
 } from '../keepalived/process.js';
-import { markHaproxy } from '../keepalived/haproxy-track.js';
 import { lvsExists, lvsInstance, removeLvs, vrrpInstance } from '../keepalived/service.js';
 import type { Logger } from '../log.js';
-import { afterHaproxyChange, afterLvsStart } from './announce.js';
+import { afterLvsStart } from './announce.js';
 import { removeCertificates } from './certificates.js';
 import type { ApplyMetrics } from './metrics.js';
 import type { ApplyOutcome } from '../outcome.js';
@@ -95,24 +94,18 @@ export class V1Service {
 
   async stopHaproxy(lbId: string): Promise<void> {
     await this.deps.engine.stop(lbId);
-    // Stopped for good: in ACTIVE_STANDBY the VIP leaves at once (haproxy-track.ts).
-    await markHaproxy(this.basePath, lbId, false);
-    await afterHaproxyChange(this.deps, lbId, false);
   }
 
   /**
    * reload: the runtime API for member-only changes, a reload otherwise;
-   * start: a load only when haproxy does not run. Counted in the metrics;
-   * announced unless only runtime commands ran (no address moved).
+   * start: a load only when haproxy does not run. Counted in the metrics.
    */
   async applyHaproxy(lbId: string, action: 'start' | 'reload'): Promise<ApplyOutcome> {
-    const { outcome } = await recordedApply(this.deps, '1.0', lbId, async () => {
-      const outcome: ApplyOutcome = action === 'reload'
+    const { outcome } = await recordedApply(this.deps, '1.0', async () => ({
+      outcome: action === 'reload'
         ? (await this.deps.engine.runAccepted(lbId)).outcome
-        : (await this.deps.engine.start(lbId))?.outcome ?? 'unchanged';
-      return { outcome, announce: outcome === 'runtime' ? null : true };
-    });
-    await markHaproxy(this.basePath, lbId, true);
+        : (await this.deps.engine.start(lbId))?.outcome ?? 'unchanged',
+    }));
     return outcome;
   }
 
@@ -144,9 +137,7 @@ export class V1Service {
   /** Stop and remove a load balancer with its certificates. Throws HaproxyFailedError. */
   async removeHaproxy(lbId: string): Promise<void> {
     await this.deps.engine.delete(lbId);
-    await markHaproxy(this.basePath, lbId, true);
     await removeCertificates(this.deps.config.current, lbId);
-    await afterHaproxyChange(this.deps, lbId, false);
   }
 
   /** Stop and remove an LVS listener, if there is one. Throws KeepalivedFailedError. */

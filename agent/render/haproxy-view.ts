@@ -4,15 +4,15 @@
 // the spec-to-word mappings and the sizing from the amphora are modules of
 // their own (haproxy-view-types.ts, haproxy-words.ts, amphora-tuning.ts).
 import { join } from 'node:path';
-import { certificateDir } from '../config/layout.js';
+import { certificateDir, pingWrapper, serverStateFile, statsSocket } from '../config/layout.js';
 import { admit } from '../model/admission.js';
 import { peerName } from '../model/names.js';
 import {
   LVS_PROTOCOLS, type HealthMonitorSpec, type L7PolicySpec, type L7RuleSpec, type ListenerSpec,
   type LoadBalancerSpec, type MemberSpec, type PoolSpec,
-} from '../spec/types.js';
+} from '../model/spec/types.js';
 import type { RenderSettings, RenderTarget } from './settings.js';
-import { defaultPoolOf, poolsById } from '../spec/pools.js';
+import { defaultPoolOf, poolsById } from '../model/spec/pools.js';
 import { haproxyThreads, sslCacheSize } from './amphora-tuning.js';
 import type { HaproxyView, ListenerView, MemberView, MonitorView, PolicyView, PoolView } from './haproxy-view-types.js';
 import { acl, cipherWords, disabledVersions, expectedCodes, haproxyAddress, haproxyWord } from './haproxy-words.js';
@@ -99,8 +99,8 @@ export class ViewBuilder {
       lbId: spec.id,
       userLogFacility: this.settings.userLogFacility,
       administrativeLogFacility: this.settings.administrativeLogFacility,
-      statsSocket: join(this.settings.basePath, `${spec.id}.sock`),
-      stateFile: join(this.settings.basePath, spec.id, 'servers-state'),
+      statsSocket: statsSocket(this.settings.basePath, spec.id),
+      stateFile: serverStateFile(this.settings.basePath, spec.id),
       maxconn,
       // Any TERMINATED_HTTPS listener, disabled ones too (as Octavia 19).
       sslCacheSize: facts && this.haproxyListeners().some((l) => l.protocol === 'TERMINATED_HTTPS') ? sslCacheSize(facts, maxconn) : null,
@@ -112,7 +112,7 @@ export class ViewBuilder {
         : null,
       prometheus: this.haproxyListeners().some((l) => l.protocol === 'PROMETHEUS'),
       listeners: views,
-      pingCommand: join(this.settings.basePath, 'ping-wrapper.sh'),
+      pingCommand: pingWrapper(this.settings.basePath),
     };
   }
 

@@ -3,8 +3,8 @@
 // (haproxy-view.ts) and the LVS view (expected codes) both need, each a
 // small pure mapping from a spec field to the words haproxy reads.
 import { isIPv6 } from 'node:net';
-import { splitCiphers, versionsUse } from '../spec/ciphers.js';
-import type { L7RuleSpec } from '../spec/types.js';
+import { splitCiphers, versionsUse } from '../model/spec/ciphers.js';
+import type { L7RuleSpec } from '../model/spec/types.js';
 import type { AclView } from './haproxy-view-types.js';
 
 /**

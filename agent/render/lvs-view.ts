@@ -1,11 +1,11 @@
 // Spec -> the data keepalived/lvs.cfg.njk lays out: one keepalived LVS config
 // per UDP or SCTP listener, as Octavia's LVS templater makes them. Pure.
 import { isIPv6 } from 'node:net';
-import { join } from 'node:path';
-import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from '../spec/types.js';
+import { udpCheckScript } from '../config/layout.js';
+import { LVS_PROTOCOLS, type ListenerSpec, type LoadBalancerSpec, type PoolSpec } from '../model/spec/types.js';
 import { expectedCodes } from './haproxy-words.js';
-import { defaultPoolOf, poolsById } from '../spec/pools.js';
-import { granularityFor } from '../spec/netmask.js';
+import { defaultPoolOf, poolsById } from '../model/spec/pools.js';
+import { granularityFor } from '../model/spec/netmask.js';
 import type { RenderSettings } from './settings.js';
 
 export interface RealServerView {
@@ -115,7 +115,7 @@ function lvsView(spec: LoadBalancerSpec, settings: RenderSettings, l: ListenerSp
         delay: hm.delay,
         timeout: hm.timeout,
         fall: hm.max_retries_down,
-        udpCheckScript: join(settings.basePath, 'lvs', 'check', 'udp_check.sh'),
+        udpCheckScript: udpCheckScript(settings.basePath),
         urlPath: hm.url_path ?? '/',
         codes: expectedCodes(hm.expected_codes ?? '200'),
       }

@@ -1,6 +1,6 @@
 // The renderer: a validated spec in, haproxy.cfg, crt-lists and keepalived LVS
 // configs out. Pure: no file is read or written here.
-import type { LoadBalancerSpec, MemberSpec, PoolSpec } from '../spec/types.js';
+import type { LoadBalancerSpec, MemberSpec, PoolSpec } from '../model/spec/types.js';
 import { renderTemplate } from '../templates.js';
 import { ViewBuilder } from './haproxy-view.js';
 import { lvsViews } from './lvs-view.js';

@@ -6,7 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { AmphoraFacts, RenderSettings } from '../../agent/render/settings.js';
-import type { LoadBalancerSpec } from '../../agent/spec/types.js';
+import type { LoadBalancerSpec } from '../../agent/model/spec/types.js';
 import { OCTAVIAS, octaviaPython, type OctaviaUnderTest } from './haproxies.js';
 
 const RENDERER = fileURLToPath(new URL('../../../test/interop/octavia_render.py', import.meta.url));

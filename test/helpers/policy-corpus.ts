@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { translateLegacyHttpchk } from '../../agent/haproxy/config/legacy-httpchk.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts, type RenderSettings } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
-import type { LoadBalancerSpec } from '../../agent/spec/types.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
+import type { LoadBalancerSpec } from '../../agent/model/spec/types.js';
 import { forOctavia, octaviaAmpDetails, octaviaSettings, type OctaviaRenderer, type OctaviaSettings } from './octavia-render.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');

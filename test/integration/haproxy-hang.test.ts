@@ -17,7 +17,7 @@ import { agentHaproxy, startAgent, type AgentUnderTest } from '../helpers/agent-
 import { testPorts } from '../helpers/ports.js';
 import { apiRequest } from '../helpers/api-client.js';
 import { HeartbeatReceiver } from '../helpers/heartbeat-receiver.js';
-import { statsSocket } from '../../agent/haproxy/layout.js';
+import { statsSocket } from '../../agent/config/layout.js';
 
 const PORTS = testPorts('haproxy-hang');
 const AGENT = PORTS.range(HAPROXIES.length);

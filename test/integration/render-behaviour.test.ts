@@ -17,7 +17,7 @@ import { serverStates, applyConfig, testEngine } from '../helpers/engine.js';
 import { writeFixtureCerts } from '../helpers/fixture-certs.js';
 import { testPorts } from '../helpers/ports.js';
 import { haproxyCapabilities } from '../../agent/haproxy/process/capabilities.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
 import type { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';

@@ -11,12 +11,12 @@ import { join } from 'node:path';
 import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, KEEPALIVEDS, TEST_ROOT } from '../helpers/haproxies.js';
 import { fixtureWorkspace } from '../helpers/fixture-certs.js';
-import { SpecError, validateSpec } from '../../agent/spec/validate.js';
+import { SpecError, validateSpec } from '../../agent/model/spec/validate.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type RenderTarget } from '../../agent/render/settings.js';
 import { checkSpec, UsageError } from '../../agent/cli/render.js';
 import { haproxyCapabilities } from '../../agent/haproxy/process/capabilities.js';
-import type { LoadBalancerSpec } from '../../agent/spec/types.js';
+import type { LoadBalancerSpec } from '../../agent/model/spec/types.js';
 
 const MUTANTS = 1000;
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');

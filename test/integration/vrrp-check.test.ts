@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { statsSocket } from '../../agent/haproxy/layout.js';
+import { statsSocket } from '../../agent/config/layout.js';
 import { updateHaproxyCheckScript, uploadVrrp, VRRP_CHECK_SCRIPT } from '../../agent/keepalived/service.js';
 import type { HaproxyEngine } from '../../agent/haproxy/apply/engine.js';
 import { HAPROXIES, testDir } from '../helpers/haproxies.js';

@@ -36,8 +36,8 @@ import { ACL_PREFIX, answerIs, readByHaproxy, showAnswer } from '../helpers/hapr
 import { loadBalancerFiles } from '../../agent/haproxy/layout.js';
 import { withoutGroupLines } from '../../agent/loadbalancer/v1-service.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
-import type { LoadBalancerSpec } from '../../agent/spec/types.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
+import type { LoadBalancerSpec } from '../../agent/model/spec/types.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');
 const LB = 'lb-fuzz';

@@ -29,8 +29,8 @@ import { waitFor } from '../helpers/load.js';
 import { forOctavia, OctaviaRenderer, octaviaSettings, type OctaviaSettings } from '../helpers/octavia-render.js';
 import { checkConfigPolicy } from '../../agent/haproxy/config/policy/haproxy-config.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
-import type { LoadBalancerSpec } from '../../agent/spec/types.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
+import type { LoadBalancerSpec } from '../../agent/model/spec/types.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');
 const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort();

@@ -20,7 +20,7 @@ import { testPorts } from '../helpers/ports.js';
 import { OctaviaPeer } from '../helpers/octavia-peer.js';
 import { OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 
 const PORTS = testPorts('health-manager');
 const [AGENT, HEALTH_MANAGER] = [PORTS.range(OCTAVIAS.length), PORTS.range(OCTAVIAS.length)];

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { checkKeepalivedConfig, OCTAVIA_NAMESPACE, type KeepalivedConfigKind } from '../../agent/haproxy/config/policy/keepalived-config.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 import { run } from '../../agent/system/exec.js';
 import { runWithScratchNetns } from '../../agent/system/netns.js';
 import { startAgent, type AgentUnderTest } from '../helpers/agent-process.js';

@@ -13,13 +13,13 @@ import { loud } from '../helpers/hooks.js';
 import { HAPROXIES, OCTAVIAS } from '../helpers/haproxies.js';
 import { fixtureWorkspace } from '../helpers/fixture-certs.js';
 import { OctaviaRenderer, octaviaSettings } from '../helpers/octavia-render.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
 import { readConfig } from '../../agent/haproxy/config/config-reader.js';
 import { planRuntime } from '../../agent/haproxy/apply/runtime-plan.js';
 import { haproxyCapabilities } from '../../agent/haproxy/process/capabilities.js';
 import { runnableConfig } from '../../agent/haproxy/config/runnable.js';
-import type { LoadBalancerSpec } from '../../agent/spec/types.js';
+import type { LoadBalancerSpec } from '../../agent/model/spec/types.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');
 const CHECK_ON = HAPROXIES.filter((h) => ['haproxy-3.0', 'haproxy-3.4'].includes(h.label));

@@ -16,7 +16,7 @@ Long-running, JSON lines: one request per stdin line, one answer per stdout line
       -> {"ok": true, "result": {"ms": [<ms of each build_config call>], "bytes": <len of the cfg>}}
   failures -> {"ok": false, "exception": "<class name>", "message": "...", "trace": "..."}
 
-SPEC is a spec that went through our validateSpec() (agent/spec/schema.ts), so defaults are filled in.
+SPEC is a spec that went through our validateSpec() (agent/model/spec/schema.ts), so defaults are filled in.
 SETTINGS are CONF overrides, snake_case as in Octavia: base_path, base_cert_dir, connection_logging
 (and, optionally, user_log_format, timeout_client_data, timeout_member_connect, timeout_member_data,
 timeout_tcp_inspect, default_connection_limit, haproxy_stick_size [haproxy_amphora];

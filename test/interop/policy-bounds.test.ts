@@ -27,8 +27,8 @@ import { forOctavia, OctaviaRenderer, octaviaSettings, type OctaviaAmpDetails } 
 import { checkBounds } from '../../agent/haproxy/config/policy/bounds.js';
 import type { PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
-import type { LoadBalancerSpec } from '../../agent/spec/types.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
+import type { LoadBalancerSpec } from '../../agent/model/spec/types.js';
 
 const PORTS = testPorts('policy-bounds');
 const AGENT_PORT = PORTS.range(HAPROXIES.length);

@@ -5,12 +5,12 @@
 // test applies these rewrites (most turn Octavia's text into what we mean to
 // write; a few take away what we add) and then requires the two configs to be
 // semantically identical. Anything not listed here is a parity bug.
-import type { LoadBalancerSpec, PoolSpec } from '../../agent/spec/types.js';
+import type { LoadBalancerSpec, PoolSpec } from '../../agent/model/spec/types.js';
 import type { AmphoraFacts } from '../../agent/render/settings.js';
 import { sslCacheSize } from '../../agent/render/amphora-tuning.js';
 import { haproxyWord } from '../../agent/render/haproxy-words.js';
-import { granularityFor } from '../../agent/spec/netmask.js';
-import { TLS13_CIPHERSUITES } from '../../agent/spec/ciphers.js';
+import { granularityFor } from '../../agent/model/spec/netmask.js';
+import { TLS13_CIPHERSUITES } from '../../agent/model/spec/ciphers.js';
 
 export type OctaviaRelease = 'octavia-11' | 'octavia-16' | 'octavia-19';
 const ALL: OctaviaRelease[] = ['octavia-11', 'octavia-16', 'octavia-19'];

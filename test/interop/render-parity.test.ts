@@ -18,7 +18,7 @@ import { HAPROXIES, KEEPALIVEDS, OCTAVIAS, TEST_ROOT } from '../helpers/haproxie
 import { fixtureWorkspace } from '../helpers/fixture-certs.js';
 import { diffConfigs, formatDifferences } from '../helpers/haproxy-compare.js';
 import { forOctavia, OctaviaRenderer, octaviaAmpDetails, octaviaSettings } from '../helpers/octavia-render.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts, type RenderTarget } from '../../agent/render/settings.js';
 import { checkSpec } from '../../agent/cli/render.js';

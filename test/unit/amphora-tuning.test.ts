@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { haproxyThreads, sslCacheSize } from '../../agent/render/amphora-tuning.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts } from '../../agent/render/settings.js';
-import { SpecError, validateSpec } from '../../agent/spec/validate.js';
+import { SpecError, validateSpec } from '../../agent/model/spec/validate.js';
 import { readAmphoraFacts } from '../../agent/info/amphora-facts.js';
 
 const facts = (free: number, cpuCount = 2, tunedProfiles = ['amphora']): AmphoraFacts =>

@@ -15,7 +15,7 @@ import { parseAgentConfig } from '../../agent/config/agent-config.js';
 import type { PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS, type RenderSettings } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 
 const LB = '7e4e5c6a-1111-4222-8333-444455556666';
 const CTX: PolicyContext = {

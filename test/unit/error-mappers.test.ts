@@ -11,13 +11,13 @@ import { AgentError } from '../../agent/errors.js';
 import { HaproxyFailedError, InvalidConfigError, LoadBalancerNotFoundError } from '../../agent/haproxy/errors.js';
 import { MasterCliError } from '../../agent/haproxy/process/master-cli.js';
 import { KeepalivedFailedError } from '../../agent/keepalived/process.js';
-import { MissingCertificateError, ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from '../../agent/loadbalancer/service-errors.js';
+import { MissingCertificateError, ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from '../../agent/loadbalancer/v2-errors.js';
 import { InterfaceError } from '../../agent/net/amphora-interface.js';
 import { SysctlError } from '../../agent/net/ipvs-sysctls.js';
 import { MasqueradeError } from '../../agent/net/masquerade.js';
 import { NftablesError } from '../../agent/net/nftables.js';
 import { InterfaceExistsError, InterfaceNotFoundError } from '../../agent/net/plug.js';
-import { SpecError } from '../../agent/spec/validate.js';
+import { SpecError } from '../../agent/model/spec/validate.js';
 import { PolicyRefusedError } from '../../agent/haproxy/config/policy/types.js';
 import { StorageFullError } from '../../agent/system/files.js';
 

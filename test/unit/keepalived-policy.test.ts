@@ -17,7 +17,7 @@ import { judgeKeepalivedConfig } from '../../agent/keepalived/service.js';
 import type { KeepalivedSettings } from '../../agent/keepalived/process.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 
 const BASE = '/var/lib/octavia';
 const CTX: KeepalivedPolicyContext = { basePath: BASE, namespaces: ['amphora-haproxy'] };

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { currentWorker, parseShowProc } from '../../agent/haproxy/process/master-cli.js';
 import { peerName } from '../../agent/model/names.js';
-import { KeyedLock } from '../../agent/haproxy/apply/keyed-lock.js';
+import { KeyedLock } from '../../agent/system/keyed-lock.js';
 
 test('show proc from haproxy 2.6 after a failed reload', () => {
   const t = parseShowProc([

@@ -14,9 +14,9 @@ import { editMember } from '../../agent/loadbalancer/member-edit.js';
 import { applyMemberChange, journalLine, readStoredSpec, specEtag, storedSpecText, type StoredSpec } from '../../agent/loadbalancer/spec-store.js';
 import { renderLoadBalancer, renderMemberLines } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
-import { poolsById, withMember } from '../../agent/spec/pools.js';
-import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../../agent/spec/types.js';
-import { type SpecError, validateMember, validateSpec } from '../../agent/spec/validate.js';
+import { poolsById, withMember } from '../../agent/model/spec/pools.js';
+import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../../agent/model/spec/types.js';
+import { type SpecError, validateMember, validateSpec } from '../../agent/model/spec/validate.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../test/fixtures/specs/', import.meta.url));
 const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json'))

@@ -13,7 +13,7 @@ import { amphoraNamespace, bringInterfaces, networkSettings, NoNamespaceError } 
 import { plugNetwork, plugVip } from '../../agent/net/plug.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 
 const OWN = parseAgentConfig('[amphora_agent]\nnetwork_namespace =\nagent_server_network_dir = /nonexistent/interfaces\n');
 const log = rootLogger.child({ test: 'namespace' });

@@ -1,7 +1,7 @@
 // keepalived's persistence_granularity per address family.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { granularityFor, prefixLength } from '../../agent/spec/netmask.js';
+import { granularityFor, prefixLength } from '../../agent/model/spec/netmask.js';
 
 test('prefix lengths of IPv4 and IPv6 netmasks; null when the ones are not contiguous', () => {
   assert.is(prefixLength('255.255.255.255'), 32);

@@ -12,7 +12,7 @@ import type { PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { haproxyThreads, sslCacheSize } from '../../agent/render/amphora-tuning.js';
 import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 
 const LB = '7e4e5c6a-1111-4222-8333-444455556666';
 /** A 1 GB, 1 vCPU amphora as /proc reads it with the agent running: 800,000 kB free, in buffers and cached. */

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { renderLoadBalancer } from '../../agent/render/render.js';
 import { expectedCodes, haproxyAddress, haproxyWord } from '../../agent/render/haproxy-words.js';
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 
 const spec = () => validateSpec({
   id: 'lb', vip_address: '203.0.113.1',

@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { planRuntime } from '../../agent/haproxy/apply/runtime-plan.js';
 import { describeChanges } from '../../agent/loadbalancer/changes.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 
 const cfg = (servers: string[], extra = '') => [
   'global', '    maxconn 100', '', 'frontend f', '    bind 127.0.0.1:80', '    default_backend b', extra,

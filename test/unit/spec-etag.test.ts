@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { specEtag } from '../../agent/loadbalancer/spec-store.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 
 const member = (weight?: number) => ({ id: 'm1', address: '10.0.0.5', protocol_port: 80, ...(weight === undefined ? {} : { weight }) });
 const pool = (members: object[]) => ({ id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members });

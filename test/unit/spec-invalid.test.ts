@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SpecError, validateSpec } from '../../agent/spec/validate.js';
+import { SpecError, validateSpec } from '../../agent/model/spec/validate.js';
 
 const INVALID = join(process.cwd(), 'test', 'fixtures', 'specs', 'invalid');
 const invalid = readdirSync(INVALID).filter((f) => f.endsWith('.json')).sort();

@@ -6,7 +6,7 @@ import { loadBalancerStatus, supervisionStatus } from '../../agent/loadbalancer/
 import { parseShowStat } from '../../agent/haproxy/process/stats.js';
 import { withAdmissionReported } from '../../agent/model/admission.js';
 import type { RestartState } from '../../agent/haproxy/process/restart-backoff.js';
-import { validateSpec } from '../../agent/spec/validate.js';
+import { validateSpec } from '../../agent/model/spec/validate.js';
 
 const spec = validateSpec({
   id: 'lb', vip_address: '203.0.113.1',

@@ -1,5 +1,6 @@
 // API 1.0 network routes: plug vip, plug network, interface lookup.
 import express, { type Request, type Response } from 'express';
+import { SMALL_BODY_LIMIT } from '../body-limits.js';
 import type { Routes } from '../routes.js';
 import type { FixedIp, HostRoute, VipSubnet } from '../../net/interface-file.js';
 import { explode, ipFamily, parseCidr } from '../../net/ip.js';
@@ -78,7 +79,7 @@ function fixedIps(v: unknown): FixedIp[] {
 }
 
 export function registerNetworkRoutes(routes: Routes, settings: () => PlugSettings, log: Logger): void {
-  const json = express.json({ type: () => true, limit: '1mb', strict: false });
+  const json = express.json({ type: () => true, limit: SMALL_BODY_LIMIT, strict: false });
 
   routes.post('/plug/vip/:vip', json, async (req: Request, res: Response) => {
     const body = req.body as unknown;

@@ -20,6 +20,7 @@ import { lvsActionOf, V1Service } from '../../loadbalancer/v1-service.js';
 import { sendFrameworkError, sendJson, sendMessage } from '../errors.js';
 import { isPemFilename } from '../params.js';
 import { idRefusal } from '../reserved-ids.js';
+import { BODY_LIMIT } from '../body-limits.js';
 import { Routes } from '../routes.js';
 import { InvalidCertificateError, InvalidRequestError, sendV1Error } from './errors.js';
 import { isAction, sendText } from './http.js';
@@ -35,9 +36,6 @@ export interface V1Deps {
   /** Re-read the server certificate after PUT /1.0/certificate. */
   reloadServerCertificate(): Promise<void>;
 }
-
-/** Request bodies larger than this get 413; a haproxy config for thousands of members is a few MB. */
-export const BODY_LIMIT = '32mb';
 
 const md5 = (data: string | Buffer) => createHash('md5').update(data).digest('hex');
 const bodyOf = (req: Request) => (Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));

@@ -7,8 +7,8 @@
 import type { Response } from 'express';
 import { HaproxyFailedError, InvalidConfigError } from '../../haproxy/errors.js';
 import { KeepalivedFailedError } from '../../keepalived/process.js';
-import { MissingCertificateError, ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from '../../loadbalancer/service-errors.js';
-import { SpecError } from '../../spec/validate.js';
+import { MissingCertificateError, ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from '../../loadbalancer/v2-errors.js';
+import { SpecError } from '../../model/spec/validate.js';
 import { StorageFullError } from '../../system/files.js';
 import { sendJson } from '../errors.js';
 

@@ -4,7 +4,7 @@
 // /2.0/openapi.json and kept in the repository as docs/openapi-2.0.json
 // (`node dist/agent/main.js openapi > docs/openapi-2.0.json`; a test compares them).
 import { APPLY_PLANS, PUT_RESULTS } from '../../outcome.js';
-import { LOAD_BALANCER_SCHEMA, MEMBER_SCHEMA } from '../../spec/schema.js';
+import { LOAD_BALANCER_SCHEMA, MEMBER_SCHEMA } from '../../model/spec/schema.js';
 import { OBJECT_ID_PATTERN, PEM_FILENAME_PATTERN, SPEC_NAME_PATTERN } from '../params.js';
 
 const json = (schema: object) => ({ 'application/json': { schema } });

@@ -1,29 +1,29 @@
 // API 2.0: declarative load balancers. Handlers parse, call the
-// LoadBalancerService, and turn its results and typed errors into HTTP
+// V2Service, and turn its results and typed errors into HTTP
 // (errors.ts: {"error": <word>, "message": ..., "problems"?: [...]}).
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Logger } from '../../log.js';
 import { InvalidCertificateFileError } from '../../loadbalancer/certificates.js';
 import type { PutResult } from '../../loadbalancer/put-result.js';
-import type { LoadBalancerService } from '../../loadbalancer/service.js';
+import type { V2Service } from '../../loadbalancer/v2-service.js';
 import type { ApplyMetrics } from '../../loadbalancer/metrics.js';
+import { AgentError } from '../../errors.js';
 import { sendJson } from '../errors.js';
 import { isPemFilename, isSpecName } from '../params.js';
 import { idRefusal } from '../reserved-ids.js';
 import type { ConfigStore } from '../../config/store.js';
+import { BODY_LIMIT, SMALL_BODY_LIMIT } from '../body-limits.js';
 import { Routes } from '../routes.js';
 import { sendV2Error as fail, sendV2Failure } from './errors.js';
 import { openApiDocument } from './openapi.js';
 
 export interface V2Deps {
-  loadBalancers: LoadBalancerService;
+  loadBalancers: V2Service;
   /** For the names no load balancer id may take (reserved-ids.ts). */
   config: ConfigStore;
   metrics: ApplyMetrics;
   log: Logger;
 }
-
-const BODY_LIMIT = '32mb';
 
 export function createV2Router(deps: V2Deps): Router {
   const r = express.Router({ strict: true });
@@ -31,7 +31,7 @@ export function createV2Router(deps: V2Deps): Router {
   const routes = new Routes(r, (_req, res) => fail(res, 405, 'method_not_allowed', 'this method is not allowed here'));
   const { loadBalancers } = deps;
   const body = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
-  const pem = express.raw({ type: () => true, limit: '1mb' });
+  const pem = express.raw({ type: () => true, limit: SMALL_BODY_LIMIT });
 
   const lbParam = (req: Request, res: Response, next: NextFunction) => {
     const why = idRefusal(deps.config.current, String(req.params.lbId));
@@ -63,11 +63,7 @@ export function createV2Router(deps: V2Deps): Router {
 
   routes.put('/loadbalancers/:lbId', lbParam, body, async (req, res) => {
     const dryRun = dryRunOf(req);
-    try {
-      sendResult(res, await loadBalancers.put(String(req.params.lbId), req.body, { ifMatch: ifMatch(req), dryRun }), dryRun);
-    } catch (err) {
-      sendV2Failure(res, err);
-    }
+    sendResult(res, await loadBalancers.put(String(req.params.lbId), req.body, { ifMatch: ifMatch(req), dryRun }), dryRun);
   });
 
   // One member at a time: the cost does not grow with the load balancer.
@@ -81,63 +77,52 @@ export function createV2Router(deps: V2Deps): Router {
   const memberCall = (document: (req: Request) => unknown | null) => async (req: Request, res: Response) => {
     const dryRun = dryRunOf(req);
     const { lbId, poolId, memberId } = req.params as Record<string, string>;
-    try {
-      const out = await loadBalancers.putMember(lbId!, poolId!, memberId!, document(req), { ifMatch: ifMatch(req), dryRun });
-      if (out === null) return fail(res, 404, 'not_found', `no member ${memberId} in pool ${poolId}`);
-      sendResult(res, out, dryRun);
-    } catch (err) {
-      sendV2Failure(res, err);
-    }
+    sendResult(res, await loadBalancers.putMember(lbId!, poolId!, memberId!, document(req), { ifMatch: ifMatch(req), dryRun }), dryRun);
   };
   routes.put(memberPath, lbParam, memberParams, body, memberCall((req) => req.body ?? {}));
   routes.delete(memberPath, lbParam, memberParams, memberCall(() => null));
 
   routes.get('/loadbalancers/:lbId', lbParam, async (req, res) => {
     const stored = await loadBalancers.get(String(req.params.lbId));
-    if (!stored) return fail(res, 404, 'not_found', `no load balancer ${req.params.lbId}`);
     res.setHeader('ETag', stored.etag);
     sendJson(res, 200, { spec: stored.spec, etag: stored.etag, config: stored.config });
   });
 
   routes.delete('/loadbalancers/:lbId', lbParam, async (req, res) => {
-    try {
-      if (!(await loadBalancers.delete(String(req.params.lbId), ifMatch(req)))) return fail(res, 404, 'not_found', `no load balancer ${req.params.lbId}`);
-      res.status(204).end();
-    } catch (err) {
-      sendV2Failure(res, err);
-    }
+    await loadBalancers.delete(String(req.params.lbId), ifMatch(req));
+    res.status(204).end();
   });
 
   routes.get('/loadbalancers/:lbId/status', lbParam, async (req, res) => {
-    const status = await loadBalancers.status(String(req.params.lbId));
-    if (!status) return fail(res, 404, 'not_found', `no load balancer ${req.params.lbId}`);
-    sendJson(res, 200, status);
+    sendJson(res, 200, await loadBalancers.status(String(req.params.lbId)));
   });
 
   routes.put('/loadbalancers/:lbId/certificates/:name', lbParam, certParam, pem, async (req, res) => {
     const data = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    try {
-      await loadBalancers.putCertificate(String(req.params.lbId), String(req.params.name), data);
-    } catch (err) {
-      if (err instanceof InvalidCertificateFileError) return fail(res, 400, 'invalid_certificate', `the body is ${err.message}`);
-      return sendV2Failure(res, err);
-    }
+    await loadBalancers.putCertificate(String(req.params.lbId), String(req.params.name), data);
     res.status(204).end();
   });
 
   routes.delete('/loadbalancers/:lbId/certificates/:name', lbParam, certParam, async (req, res) => {
-    if (!(await loadBalancers.deleteCertificate(String(req.params.lbId), String(req.params.name)))) {
-      return fail(res, 404, 'not_found', `no certificate file ${req.params.name}`);
-    }
+    await loadBalancers.deleteCertificate(String(req.params.lbId), String(req.params.name));
     res.status(204).end();
   });
 
   r.use((_req, res) => fail(res, 404, 'not_found', 'no such API 2.0 resource'));
-  // Body parser errors (malformed JSON, too large) in the 2.0 shape.
+  // Every error of a route ends here (express hands on what an async
+  // handler throws): body parser errors (malformed JSON, too large) and the
+  // domain's typed errors in the 2.0 shape; anything else is a bug, the
+  // framework's 500.
   r.use((err: Error & { status?: number; type?: string }, _req: Request, res: Response, next: NextFunction) => {
     if (err.type === 'entity.parse.failed') return fail(res, 400, 'invalid_json', `the body is not JSON: ${err.message}`);
     if (err.status === 413) return fail(res, 413, 'too_large', `the body is larger than ${BODY_LIMIT}`);
-    next(err);
+    if (err instanceof InvalidCertificateFileError) return fail(res, 400, 'invalid_certificate', `the body is ${err.message}`);
+    if (!(err instanceof AgentError)) return next(err);
+    try {
+      sendV2Failure(res, err);
+    } catch {
+      next(err); // an AgentError API 2.0 has no answer for
+    }
   });
   return r;
 }

@@ -33,8 +33,14 @@ export function configFiles(files: LoadBalancerFiles, change: { text: string; ru
     : [{ path: files.config, data: change.text }, { path: files.live, data: change.runnable }];
 }
 
-/** The members now pending ("backend/server"), or why haproxy could not take the steps; `files` are written once it took them. */
-export async function changeAtRuntime(deps: ApplyRuntimeDeps, files: FileContent[], steps: RuntimeStep[]): Promise<{ pending: string[] } | string> {
+/** How runtime steps ended: haproxy took them all (`files` written), or refused one or did not answer (nothing written). */
+export type RuntimeChange =
+  /** The members now pending ("backend/server"). */
+  | { kind: 'applied'; pending: string[] }
+  /** Why haproxy could not take the steps: the caller reloads for it. */
+  | { kind: 'refused'; reason: string };
+
+export async function changeAtRuntime(deps: ApplyRuntimeDeps, files: FileContent[], steps: RuntimeStep[]): Promise<RuntimeChange> {
   const { lbId, log } = deps;
   let result: RuntimeResult;
   try {
@@ -42,17 +48,17 @@ export async function changeAtRuntime(deps: ApplyRuntimeDeps, files: FileContent
   } catch (err) {
     if (err instanceof MasterCliError) {
       log.warn({ lbId, err: err.message }, 'runtime API unreachable; loading instead');
-      return `haproxy's runtime API did not answer: ${err.message}`;
+      return { kind: 'refused', reason: `haproxy's runtime API did not answer: ${err.message}` };
     }
     if (!(err instanceof RuntimeCommandError)) throw err;
     log.warn({ lbId, err: err.message }, 'runtime change refused by haproxy; reloading instead');
-    return `haproxy refused a runtime command: ${err.message}`;
+    return { kind: 'refused', reason: `haproxy refused a runtime command: ${err.message}` };
   }
   await deps.pending.afterRuntime(lbId, result);
   await deps.retired.add(lbId, result.retired);
   const pending = result.pending.map((p) => memberKey(p.backend, p.server));
   log.info({ lbId, steps: steps.map(stepName), pending }, 'members changed at runtime');
-  return { pending };
+  return { kind: 'applied', pending };
 }
 
 async function commandsWithFiles(deps: ApplyRuntimeDeps, files: FileContent[], steps: RuntimeStep[]): Promise<RuntimeResult> {

@@ -11,7 +11,7 @@
 // reload, a restart of a dead haproxy or an upload never sees an old file.
 // While a config is held, a marker file says so: an agent killed before the
 // write finds it at start and renders the config again from the spec
-// (LoadBalancerService.catchUp). Under systemd, a haproxy that dies within
+// (V2Service.catchUp). Under systemd, a haproxy that dies within
 // those DELAY_MS restarts from the config before the call; the agent's next
 // apply of any kind brings it up to date.
 import { removeFile, writeFileAtomic } from '../../system/files.js';

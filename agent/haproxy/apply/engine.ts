@@ -5,13 +5,16 @@
 // haproxy (the direct supervisor's watchdog) and delete. Each runs under one
 // lock per load balancer, so validation, new-member protection, state
 // carry-over and rollback exist once (pipeline.ts), and what is kept in
-// memory per load balancer is one state (load-balancer-state.ts).
+// memory per load balancer is one state (load-balancer-state.ts). Whatever
+// changes whether and what haproxy runs is told to one subscriber
+// (EngineOptions.onChange), so what follows it is wired once, not per verb.
 import { resolve } from 'node:path';
 import { exists, removeTree, writeFileAtomic, type FileContent } from '../../system/files.js';
 import type { HaproxyCapabilities } from '../process/capabilities.js';
 import type { EditedConfig } from '../config/edited-config.js';
-import { KeyedLock } from './keyed-lock.js';
-import { statsSocket, type LoadBalancerFiles } from '../layout.js';
+import { KeyedLock } from '../../system/keyed-lock.js';
+import { statsSocket } from '../../config/layout.js';
+import type { LoadBalancerFiles } from '../layout.js';
 import { LoadBalancerStates, type LoadBalancerState } from './load-balancer-state.js';
 import type { LoadReport } from './loader.js';
 import { PendingMembers } from './pending.js';
@@ -28,7 +31,28 @@ export interface EngineOptions extends PipelineOptions {
   baseDir: string;
   /** How long a member call's config files wait to be written (deferred-config.ts). */
   memberConfigWriteDelayMs?: number;
+  /**
+   * The one subscriber to haproxy's changes (loadbalancer/announce.ts).
+   * Called under the load balancer's lock, so it hears them in their order;
+   * its failure fails the verb, except the watchdog's, which is logged.
+   */
+  onChange?: (change: HaproxyChange) => Promise<void>;
 }
+
+/** What the engine tells its subscriber after haproxy changed. */
+export type HaproxyChange =
+  /** Started or reloaded with a new or the accepted config, by a request. */
+  | { kind: 'loaded'; lbId: string; load: LoadReport }
+  /** Asked to start, it ran already: it binds what it last loaded. */
+  | { kind: 'ran'; lbId: string; bindAddresses: string[] }
+  /** Dead, and started again by the watchdog with the config it ran. */
+  | { kind: 'restarted'; lbId: string; load: LoadReport }
+  /** Dead, and the watchdog could not start it again: down for good. */
+  | { kind: 'dead'; lbId: string }
+  /** Stopped on purpose (API 1.0's stop): down for good. */
+  | { kind: 'stopped'; lbId: string }
+  /** Removed with its files: gone, not down. */
+  | { kind: 'deleted'; lbId: string };
 
 /** What the watchdog's check found: haproxy runs, was stopped on purpose, was started again, or is dead and waits for its restart. */
 export type Supervised = 'running' | 'stopped' | 'started' | 'waiting';
@@ -86,7 +110,7 @@ export class HaproxyEngine {
    * runtime member changes are on; anything else reloads (plan.ts).
    */
   runAccepted(lbId: string): Promise<ChangeReport> {
-    return this.writing(lbId, (state) => this.pipeline.runAccepted(state));
+    return this.writing(lbId, async (state) => this.told(lbId, await this.pipeline.runAccepted(state)));
   }
 
   /**
@@ -96,7 +120,7 @@ export class HaproxyEngine {
    * certificate files). `companions` are written before it answers.
    */
   apply(lbId: string, amphoraId: string, text: string, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
-    return this.writing(lbId, (state) => this.pipeline.apply(state, amphoraId, text, opts.forceReload ?? null, opts.companions ?? []));
+    return this.writing(lbId, async (state) => this.told(lbId, await this.pipeline.apply(state, amphoraId, text, opts.forceReload ?? null, opts.companions ?? [])));
   }
 
   /**
@@ -106,7 +130,7 @@ export class HaproxyEngine {
    * load balancer.
    */
   applyMemberEdit(lbId: string, amphoraId: string, edit: MemberEdit, companions: FileContent[] = []): Promise<ChangeReport> {
-    return this.writing(lbId, (state) => this.pipeline.applyMemberEdit(state, amphoraId, edit, companions), false);
+    return this.writing(lbId, async (state) => this.told(lbId, await this.pipeline.applyMemberEdit(state, amphoraId, edit, companions)), false);
   }
 
   /** What apply would do with `text` (a dry run). */
@@ -124,8 +148,13 @@ export class HaproxyEngine {
     return this.locked(lbId, async (state) => {
       const { text, amphoraId } = await state.accepted();
       const inst = state.instance(amphoraId);
-      if ((await this.opts.supervisor.status(inst)).running) return null;
-      return this.pipeline.loadAccepted(state, inst, text);
+      if ((await this.opts.supervisor.status(inst)).running) {
+        await this.tell({ kind: 'ran', lbId, bindAddresses: await state.bindAddresses() });
+        return null;
+      }
+      const load = await this.pipeline.loadAccepted(state, inst, text);
+      await this.tell({ kind: 'loaded', lbId, load });
+      return load;
     });
   }
 
@@ -134,6 +163,7 @@ export class HaproxyEngine {
       await writeFileAtomic(state.files.stopped, '', 0o600);
       state.stopped();
       await this.opts.supervisor.stop(await state.storedInstance());
+      await this.tell({ kind: 'stopped', lbId });
     });
   }
 
@@ -144,15 +174,22 @@ export class HaproxyEngine {
    */
   restartIfDead(lbId: string, mayRestart: () => boolean = () => true): Promise<Supervised> {
     return this.locked(lbId, async (state) => {
-      // Checked under the lock: a delete or stop may just have run.
-      const { files } = state;
-      if ((await exists(files.stopped)) || !(await exists(files.live)) || !(await exists(files.config))) return 'stopped';
-      const { text, amphoraId } = await state.accepted();
-      const inst = state.instance(amphoraId);
-      if ((await this.opts.supervisor.status(inst)).running) return 'running';
-      if (!mayRestart()) return 'waiting';
-      this.opts.log.warn({ lbId }, 'haproxy is not running; starting it again');
-      await this.pipeline.loadAccepted(state, inst, text);
+      let load: LoadReport;
+      try {
+        // Checked under the lock: a delete or stop may just have run.
+        const { files } = state;
+        if ((await exists(files.stopped)) || !(await exists(files.live)) || !(await exists(files.config))) return 'stopped';
+        const { text, amphoraId } = await state.accepted();
+        const inst = state.instance(amphoraId);
+        if ((await this.opts.supervisor.status(inst)).running) return 'running';
+        if (!mayRestart()) return 'waiting';
+        this.opts.log.warn({ lbId }, 'haproxy is not running; starting it again');
+        load = await this.pipeline.loadAccepted(state, inst, text);
+      } catch (err) {
+        await this.tellQuietly({ kind: 'dead', lbId });
+        throw err;
+      }
+      await this.tellQuietly({ kind: 'restarted', lbId, load });
       return 'started';
     });
   }
@@ -170,12 +207,14 @@ export class HaproxyEngine {
   /** Stop haproxy and remove everything the agent keeps for this load balancer. */
   delete(lbId: string): Promise<void> {
     return this.writing(lbId, async (state) => {
-      if (!(await exists(state.files.dir))) return;
+      // Told even when there was nothing: API 2.0's LVS-only load balancer goes this way too.
+      if (!(await exists(state.files.dir))) return this.tell({ kind: 'deleted', lbId });
       this.states.delete(lbId);
       await this.opts.supervisor.stop(await state.storedInstance());
       await removeTree(state.files.dir);
       // Again: a reader may have read the config into a new state before it was removed.
       this.states.delete(lbId);
+      await this.tell({ kind: 'deleted', lbId });
     });
   }
 
@@ -200,11 +239,6 @@ export class HaproxyEngine {
   async stats(lbId: string): Promise<StatRow[]> {
     const rows = await this.retired.hidden(lbId, parseShowStat(await showStat(statsSocket(this.baseDir, lbId))));
     return this.pending.reported(lbId, rows);
-  }
-
-  /** The addresses haproxy binds for this load balancer (load-balancer-state.ts). */
-  bindAddresses(lbId: string): Promise<string[]> {
-    return this.states.get(lbId).bindAddresses();
   }
 
   /** The accepted config (held by a member call, or as stored), or null. */
@@ -257,6 +291,21 @@ export class HaproxyEngine {
   }
 
   // --- internals (callers hold the lock) ---
+
+  private async tell(change: HaproxyChange): Promise<void> {
+    await this.opts.onChange?.(change);
+  }
+
+  /** The watchdog's changes: nobody waits for them, so a failure to follow one is logged. */
+  private async tellQuietly(change: HaproxyChange): Promise<void> {
+    await this.tell(change).catch((err: Error) => this.opts.log.warn({ lbId: change.lbId, err: err.message }, 'cannot record haproxy\'s state for keepalived'));
+  }
+
+  /** A verb's report, after its load (if it loaded) was told: runtime changes and no change bind nothing new. */
+  private async told(lbId: string, report: ChangeReport): Promise<ChangeReport> {
+    if (report.load !== null) await this.tell({ kind: 'loaded', lbId, load: report.load });
+    return report;
+  }
 
   /**
    * Under the lock, after writing the config files member calls hold: every

@@ -175,7 +175,7 @@ export class ApplyPipeline {
   private async editAtRuntime(state: LoadBalancerState, amphoraId: string, edit: MemberEdit, steps: RuntimeStep[], companions: FileContent[]): Promise<ChangeReport> {
     const { files } = state;
     const done = await changeAtRuntime(this.runtimeDeps(state), [{ path: files.configBehind, data: '' }, ...companions], steps);
-    if (typeof done !== 'string') {
+    if (done.kind === 'applied') {
       state.deferred.hold(edit.edited, [files.config, files.live], files.configBehind);
       return { outcome: 'runtime', steps, reloadReason: null, pending: done.pending, load: null };
     }
@@ -183,7 +183,7 @@ export class ApplyPipeline {
     const text = edit.edited.text;
     const load = await this.reload(state, { text, runnable: await this.runnableOf(state, text), amphoraId, candidate: true, companions });
     await removeFile(files.configBehind);
-    return { outcome: load.outcome, steps: [], reloadReason: done, pending: [], load };
+    return { outcome: load.outcome, steps: [], reloadReason: done.reason, pending: [], load };
   }
 
   /** The plan for making `text` run, and its runnable form (the caller wrote the held config). */
@@ -208,12 +208,12 @@ export class ApplyPipeline {
     let reason: string;
     if (plan.kind === 'runtime') {
       const done = await changeAtRuntime(this.runtimeDeps(state), [...configFiles(state.files, change), ...change.companions], plan.steps);
-      if (typeof done !== 'string') {
+      if (done.kind === 'applied') {
         state.remember(change.text);
         state.ran(change.text);
         return { outcome: 'runtime', steps: plan.steps, reloadReason: null, pending: done.pending, load: null };
       }
-      reason = done;
+      reason = done.reason;
     } else {
       reason = plan.reason;
     }

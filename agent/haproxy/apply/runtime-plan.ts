@@ -162,12 +162,12 @@ const SPELLED_OUT = new Map([
  * Any other default-server keyword may mean more than the agent knows how to
  * carry: the answer is then why the member needs a reload.
  */
-function withDefaults(args: string[], defaults: string[]): string[] | string {
+function withDefaults(args: string[], defaults: string[]): { kind: 'spelled'; args: string[] } | { kind: 'refused'; reason: string } {
   const inherited = new Map<string, string[]>();
   for (let i = 0; i < defaults.length; i++) {
     const kw = defaults[i]!;
     const arity = SPELLED_OUT.get(kw);
-    if (arity === undefined) return `add server ignores default-server, and "${kw}" is not one the agent spells out`;
+    if (arity === undefined) return { kind: 'refused', reason: `add server ignores default-server, and "${kw}" is not one the agent spells out` };
     const word = kw === 'no-check' ? 'check' : kw; // the last of check / no-check counts
     inherited.delete(word);
     inherited.set(word, kw === 'no-check' ? [] : [kw, ...defaults.slice(i + 1, i + 1 + arity)]);
@@ -175,7 +175,7 @@ function withDefaults(args: string[], defaults: string[]): string[] | string {
   }
   const own = new Set(args.slice(1).map((w) => (w === 'no-check' ? 'check' : w)));
   const spelled = [...inherited].filter(([word]) => !own.has(word)).flatMap(([, words]) => words);
-  return [args[0]!, ...spelled, ...args.slice(1)];
+  return { kind: 'spelled', args: [args[0]!, ...spelled, ...args.slice(1)] };
 }
 
 function weightOf(args: string[]): number {
@@ -219,8 +219,9 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
     const { checked, defaultServer: defaults } = fact;
     const enabled = !args.includes('disabled');
     if (!was) {
-      const addArgs = defaults.length > 0 ? withDefaults(args, defaults) : args;
-      if (typeof addArgs === 'string') return { steps: [], reloadReason: `member ${k} added: ${addArgs}` };
+      const spelled = defaults.length > 0 ? withDefaults(args, defaults) : { kind: 'spelled' as const, args };
+      if (spelled.kind === 'refused') return { steps: [], reloadReason: `member ${k} added: ${spelled.reason}` };
+      const addArgs = spelled.args;
       adds.push({ kind: 'add', backend: s.backend, server: s.name, args: addArgs, checked, enabled, ...admitted(fact, addArgs) });
       continue;
     }

@@ -7,13 +7,6 @@
 import type { Logger } from '../../log.js';
 import type { HaproxyEngine } from '../apply/engine.js';
 
-/**
- * Told how each restart ended: `true` once a dead haproxy runs again, `false`
- * when it could not be started (in ACTIVE_STANDBY the agent then gives up the
- * VIP through keepalived's track file, keepalived/haproxy-track.ts).
- */
-export type RestartOutcome = (lbId: string, running: boolean) => Promise<void>;
-
 /** Counts restart attempts (loadbalancer/metrics.ts). */
 export type RestartCounter = (lbId: string, outcome: 'started' | 'failed') => void;
 
@@ -22,13 +15,14 @@ const seconds = (ms: number) => Math.round(ms / 1000);
 /**
  * One pass over the load balancers; returns those it started again. Logs one
  * line per decision (dead, restarted, waiting, failed, back to normal), not
- * one per pass.
+ * one per pass. How each restart ended the engine tells its subscriber (in
+ * ACTIVE_STANDBY a haproxy that cannot be started gives up the VIP through
+ * keepalived's track file, keepalived/haproxy-track.ts).
  */
-export async function restartDead(engine: HaproxyEngine, log: Logger, outcome?: RestartOutcome, count?: RestartCounter): Promise<string[]> {
+export async function restartDead(engine: HaproxyEngine, log: Logger, count?: RestartCounter): Promise<string[]> {
   const restarted: string[] = [];
   for (const lbId of await engine.loadBalancerIds()) {
     const backoff = engine.restartBackoff(lbId);
-    let running: boolean;
     try {
       const found = await engine.restartIfDead(lbId, () => {
         const now = Date.now();
@@ -47,15 +41,12 @@ export async function restartDead(engine: HaproxyEngine, log: Logger, outcome?: 
       backoff.started(Date.now());
       count?.(lbId, 'started');
       restarted.push(lbId);
-      running = true;
     } catch (err) {
       const now = Date.now();
       const next = backoff.failed(now, (err as Error).message);
       count?.(lbId, 'failed');
       log.error({ lbId, err: (err as Error).message, nextRestartInS: seconds(next - now) }, `restarting haproxy failed; next attempt in ${seconds(next - now)} s`);
-      running = false;
     }
-    await outcome?.(lbId, running).catch((err: Error) => log.warn({ lbId, err: err.message }, 'cannot record haproxy\'s state for keepalived'));
   }
   return restarted;
 }

@@ -7,6 +7,8 @@
 // not exist passes: haproxy -c refuses it before anything runs.
 import { lstat, readFile, readlink, realpath, stat } from 'node:fs/promises';
 import { posix } from 'node:path';
+import { certificateDir } from '../../../config/layout.js';
+import { loadBalancerFiles } from '../../layout.js';
 import { crtListPathProblems, parseCrtList } from './crt-list.js';
 import { readPem } from './pem.js';
 import type { FileReference, PolicyContext, PolicyViolation } from './types.js';
@@ -59,8 +61,8 @@ export async function checkFiles(files: FileReference[], ctx: PolicyContext): Pr
   // The base directories may be links themselves (an operator's choice); the
   // load balancer's own directory under them may not.
   const realBase = (dir: string) => realpath(dir).catch(() => posix.normalize(dir));
-  const lbDir = posix.join(await realBase(ctx.basePath), ctx.lbId);
-  const certDir = posix.join(await realBase(ctx.baseCertDir), ctx.lbId);
+  const lbDir = loadBalancerFiles(await realBase(ctx.basePath), ctx.lbId).dir;
+  const certDir = certificateDir(await realBase(ctx.baseCertDir), ctx.lbId);
   const protectedFiles = new Set<string>();
   for (const f of ctx.protectedFiles) {
     protectedFiles.add(posix.normalize(f));
@@ -132,7 +134,7 @@ async function crtListProblems(path: string, content: Buffer, certDir: string, p
   const at = (line: number, reason: string) => `crt-list ${JSON.stringify(path)} line ${line}: ${reason}`;
   const { entries, problems } = parseCrtList(content.toString('latin1'));
   // Textually first, against the directory as configured, as the words policy checks paths.
-  const textual = crtListPathProblems(entries, posix.join(ctx.baseCertDir, ctx.lbId), ctx.protectedFiles);
+  const textual = crtListPathProblems(entries, certificateDir(ctx.baseCertDir, ctx.lbId), ctx.protectedFiles);
   const out = [...problems, ...textual].map((p) => at(p.line, p.reason));
   if (out.length > 0) return out;
   for (const e of entries) {

@@ -25,6 +25,8 @@
 // matches the lines; the compiled list is haproxy-allow-list.ts and what a
 // slot word may be is haproxy-slots.ts.
 import { posix } from 'node:path';
+import { certificateDir, pingWrapper, serverStateFile, statsSocket } from '../../../config/layout.js';
+import { loadBalancerFiles } from '../../layout.js';
 import type { FileReference, PolicyContext, PolicyViolation } from './types.js';
 import { SECTION_KEYWORDS, tokenizeLine } from '../tokenizer.js';
 import { allowListFor, type Pattern, type Token } from './haproxy-allow-list.js';
@@ -69,15 +71,14 @@ export function checkConfigPolicy(text: string, ctx: PolicyContext): PolicyViola
 export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = allowListFor(ctx)): { violations: PolicyViolation[]; files: FileReference[] } {
   const out: PolicyViolation[] = [];
   const files: FileReference[] = [];
-  const lbDir = posix.join(ctx.basePath, ctx.lbId);
-  const certDir = posix.join(ctx.baseCertDir, ctx.lbId);
+  const { dir: lbDir, masterSocket } = loadBalancerFiles(ctx.basePath, ctx.lbId);
+  const certDir = certificateDir(ctx.baseCertDir, ctx.lbId);
   const ownDirs = [lbDir, certDir];
   const protectedFiles = new Set(ctx.protectedFiles.map((f) => posix.normalize(f)));
-  const pingWrapper = posix.join(ctx.basePath, 'ping-wrapper.sh');
   // Octavia's template names the wrapper by this fixed path, whatever base_path is.
-  const pingWrappers = [pingWrapper, OCTAVIA_PING_WRAPPER];
-  const ownSocket = posix.join(ctx.basePath, `${ctx.lbId}.sock`);
-  const masterSocket = posix.join(lbDir, 'master.sock');
+  const ownPingWrapper = pingWrapper(ctx.basePath);
+  const pingWrappers = [ownPingWrapper, OCTAVIA_PING_WRAPPER];
+  const ownSocket = statsSocket(ctx.basePath, ctx.lbId);
   let pingCommand = false; // external checks (only Octavia's PING wrapper) are configured
   const forkLines: number[] = [];
   let section = '';
@@ -104,7 +105,7 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
       case 'state-file': {
         // The agent writes the state dump there before each reload: any other name would let a config
         // overwrite the load balancer's own files (its accepted config, master socket, certificates).
-        const stateFile = posix.join(lbDir, 'servers-state');
+        const stateFile = serverStateFile(ctx.basePath, ctx.lbId);
         return posix.normalize(w) === stateFile ? file(w, [lbDir], `${lbDir}/`, 'file') : `names ${JSON.stringify(w)}; the server state file is ${stateFile}`;
       }
       case 'cert-file':
@@ -120,7 +121,7 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
         return LOCAL_LOG_TARGETS.includes(w.replace(/^unix@/, '')) ? null
           : `sends logs to ${JSON.stringify(w)}; only the amphora's syslog socket (${LOCAL_LOG_TARGETS.join(', ')}) may be used`;
       case 'ping-wrapper':
-        return pingWrappers.includes(w) ? null : `runs ${JSON.stringify(w)}; only Octavia's ${pingWrapper} may run`;
+        return pingWrappers.includes(w) ? null : `runs ${JSON.stringify(w)}; only Octavia's ${ownPingWrapper} may run`;
       case 'fetch':
         return expression(w);
       case 'log-format':
@@ -269,7 +270,7 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
   }
   // Forking is for Octavia's PING check: the only external-check command allowed above.
   if (!pingCommand) {
-    for (const line of forkLines) out.push({ line, directive: 'insecure-fork-wanted', reason: `lets workers fork without Octavia's external PING check (${pingWrapper})` });
+    for (const line of forkLines) out.push({ line, directive: 'insecure-fork-wanted', reason: `lets workers fork without Octavia's external PING check (${ownPingWrapper})` });
   }
   return { violations: out.sort((a, b) => a.line - b.line), files };
 }

@@ -17,7 +17,7 @@
 // accepted. Words are read as keepalived reads them (../../keepalived/config-reader.ts).
 // Pure: text and the amphora's paths in, violations out (1-based lines).
 import { isIP, isIPv4 } from 'node:net';
-import { join } from 'node:path';
+import { haproxyTrackFile, udpCheckScript, vrrpCheckScript } from '../../../config/layout.js';
 import { isPlainIp } from '../../../net/ip.js';
 import { readKeepalivedConfig, type KeepalivedStatement } from '../../../keepalived/config-reader.js';
 import type { PolicyViolation } from './types.js';
@@ -38,9 +38,9 @@ export type KeepalivedConfigKind = 'vrrp' | 'lvs';
 /** The programs keepalived may run, at the paths Octavia's controller and the agent write them. */
 export function keepalivedScripts(basePath: string) {
   return {
-    vrrpCheck: join(basePath, 'vrrp', 'check_script.sh'),
-    udpCheck: join(basePath, 'lvs', 'check', 'udp_check.sh'),
-    haproxyTrack: join(basePath, 'vrrp', 'haproxy.track'),
+    vrrpCheck: vrrpCheckScript(basePath),
+    udpCheck: udpCheckScript(basePath),
+    haproxyTrack: haproxyTrackFile(basePath),
   };
 }
 

@@ -8,8 +8,8 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import { LOAD_BALANCER_SCHEMA, MEMBER_SCHEMA } from './schema.js';
 import type { LoadBalancerSpec, MemberSpec, PoolSpec } from './types.js';
 import { relationProblems } from './relations.js';
-import { AgentError } from '../errors.js';
-import { lazyRequire } from '../lazy-require.js';
+import { AgentError } from '../../errors.js';
+import { lazyRequire } from '../../lazy-require.js';
 
 export class SpecError extends AgentError {
   readonly kind = 'invalid_input';

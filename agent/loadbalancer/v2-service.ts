@@ -3,42 +3,43 @@
 // changed, a reload otherwise), with optimistic concurrency on the spec's
 // ETag; everything for one load balancer runs under one lock, so concurrent
 // writers are applied one after the other and the files always hold one
-// whole spec and the config rendered from it.
+// whole spec and the config rendered from it. What is not there is thrown
+// (ObjectNotFoundError), like every other refusal, never returned as null:
+// the router hands all of them to its one error handler.
 import type { ConfigStore } from '../config/store.js';
 import type { HaproxyEngine } from '../haproxy/apply/engine.js';
 import type { ChangeReport, MemberEdit } from '../haproxy/apply/pipeline.js';
-import { KeyedLock } from '../haproxy/apply/keyed-lock.js';
+import { KeyedLock } from '../system/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
 import type { AmphoraFacts, RenderTarget } from '../render/settings.js';
-import { poolsById, withMember } from '../spec/pools.js';
-import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../spec/types.js';
-import { validateMember, validateSpec } from '../spec/validate.js';
+import { poolsById, withMember } from '../model/spec/pools.js';
+import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../model/spec/types.js';
+import { validateMember, validateSpec } from '../model/spec/validate.js';
 import { ensureDir, writeFilesAtomic, type FileContent } from '../system/files.js';
-import { afterHaproxyChange } from './announce.js';
+import { afterLvsChange } from './announce.js';
 import {
   readCertificate, removeCertificate, removeCertificates, storeCertificate, writeCrtList,
 } from './certificates.js';
 import { describeMemberChange } from './changes.js';
-import { markHaproxy } from '../keepalived/haproxy-track.js';
 import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
 import { isReload, type ApplyOutcome } from '../outcome.js';
 import type { Plan } from '../haproxy/apply/plan.js';
 import { recordedApply } from './recorded-apply.js';
 import {
-  JOURNAL_LIMIT, journalLine, readStoredSpec, removeStoredSpec, specEtag, storedSpecText,
+  JOURNAL_LIMIT, journalLine, readStoredSpec, removeStoredSpec, specEtag, specFiles, storedSpecText,
   type JournaledSpec, type MemberChange, type SpecFiles, type StoredSpec,
 } from './spec-store.js';
 import { editMember, sameMember } from './member-edit.js';
 import { loadBalancerStatus, supervisionStatus, type LoadBalancerStatus, type SupervisionStatus } from './status.js';
-import { ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from './service-errors.js';
+import { ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from './v2-errors.js';
 import {
   applyLvsListeners, lvsChanges, lvsListeners, lvsStatuses, removeLvsListeners, removeNewLvs,
 } from './lvs-listeners.js';
 import { forcedReload, prepareSpec, type Prepared } from './prepared-spec.js';
 import { plannedReport, reportedSteps, type PutOptions, type PutResult } from './put-result.js';
 
-export class LoadBalancerService {
+export class V2Service {
   private readonly lock = new KeyedLock();
   /** The stored specs with their journals, read once: only this service writes them, under its lock. */
   private readonly specs = new Map<string, JournaledSpec | null>();
@@ -54,8 +55,7 @@ export class LoadBalancerService {
   }) {}
 
   private specFiles(lbId: string): SpecFiles {
-    const files = this.deps.engine.files(lbId);
-    return { spec: files.spec, journal: files.specJournal };
+    return specFiles(this.deps.engine.files(lbId).dir);
   }
 
   private async journaled(lbId: string): Promise<JournaledSpec | null> {
@@ -94,12 +94,10 @@ export class LoadBalancerService {
     const p = await prepareSpec(this.deps.config.current, await this.renderTarget(), spec, current);
     if (opts.dryRun) return this.dryRun(lbId, p);
     try {
-      const applied = await recordedApply(this.deps, '2.0', lbId, async () => {
+      const applied = await recordedApply(this.deps, '2.0', async () => {
         const out = await this.apply(lbId, p);
         this.specs.set(lbId, { stored: p.next, journal: '', changes: 0 });
-        // haproxy runs (ACTIVE_STANDBY: this amphora may hold the VIP again).
-        if (isReload(out.result)) await markHaproxy(this.deps.config.current.haproxyAmphora.basePath, lbId, true);
-        return { out, outcome: out.result, announce: isReload(out.result) ? p.rendered.haproxyConfig !== null : null };
+        return { out, outcome: out.result };
       }, started);
       return applied.out;
     } catch (err) {
@@ -114,19 +112,19 @@ export class LoadBalancerService {
    * one pool. Only the member is validated, only its server lines rendered,
    * the ETag and the journal line computed from it, so the cost does not
    * grow with the load balancer (haproxy pools; a UDP/SCTP pool's member
-   * goes through the whole-spec path, as keepalived restarts anyway). Null
-   * when there is no such member to remove.
+   * goes through the whole-spec path, as keepalived restarts anyway).
+   * ObjectNotFoundError for no load balancer, no pool, or no member to remove.
    */
-  async putMember(lbId: string, poolId: string, memberId: string, document: unknown | null, opts: PutOptions = {}): Promise<PutResult | null> {
+  async putMember(lbId: string, poolId: string, memberId: string, document: unknown | null, opts: PutOptions = {}): Promise<PutResult> {
     return this.lock.run(lbId, async () => {
       const started = process.hrtime.bigint();
       const current = await this.journaled(lbId);
-      if (current === null) throw new ObjectNotFoundError(`no load balancer ${lbId}`);
+      if (current === null) throw noLoadBalancer(lbId);
       this.checkPrecondition(current.stored, opts.ifMatch);
       const pool = poolsById(current.stored.spec).get(poolId);
       if (!pool) throw new ObjectNotFoundError(`no pool ${poolId} in load balancer ${lbId}`);
       const was = pool.members.find((m) => m.id === memberId);
-      if (document === null && was === undefined) return null;
+      if (document === null && was === undefined) throw new ObjectNotFoundError(`no member ${memberId} in pool ${poolId}`);
       const member = document === null ? null : validateMember(document, memberId, pool);
       const spec = withMember(current.stored.spec, poolId, memberId, member);
       if (LVS_PROTOCOLS.includes(pool.protocol)) return this.putSpec(lbId, spec, current, opts, started);
@@ -145,14 +143,14 @@ export class LoadBalancerService {
         : { stored: next, journal: current.journal + journalLine(change), changes: current.changes + 1 };
       const companions = next.etag === current.stored.etag ? []
         : after.changes === 0 ? this.specFileContents(lbId, next) : [{ path: this.specFiles(lbId).journal, data: after.journal }];
-      const { out } = await recordedApply(this.deps, '2.0', lbId, async () => {
+      const { out } = await recordedApply(this.deps, '2.0', async () => {
         const report = await this.deps.engine.applyMemberEdit(lbId, this.amphoraId(lbId), edit, companions);
         this.specs.set(lbId, after);
         const out: PutResult & { result: ApplyOutcome } = {
           result: report.outcome, created: false, etag: next.etag, changes, ...reportedSteps(report, report.reloadReason, []),
           pending: report.pending, lvs: [],
         };
-        return { out, outcome: report.outcome, announce: isReload(report.outcome) ? true : null };
+        return { out, outcome: report.outcome };
       }, started).catch((err: unknown) => {
         this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
         throw err;
@@ -214,6 +212,7 @@ export class LoadBalancerService {
       report = { ...report, outcome: 'reloaded', reloadReason: NO_HAPROXY_LEFT };
     }
     const lvs = hasLvs ? await applyLvsListeners(this.deps, p.rendered.lvsConfigs, p.lvsRemoved) : [];
+    if (lvs.length > 0) await afterLvsChange(this.deps);
     if (hasLvs && specChanged) {
       await ensureDir(this.deps.engine.files(lbId).dir, 0o755);
       await writeFilesAtomic(specFiles);
@@ -246,32 +245,31 @@ export class LoadBalancerService {
     return caughtUp;
   }
 
-  async get(lbId: string): Promise<(StoredSpec & { config: string }) | null> {
+  /** ObjectNotFoundError when there is no load balancer. */
+  async get(lbId: string): Promise<StoredSpec & { config: string }> {
     const stored = await this.lock.run(lbId, () => this.stored(lbId));
-    if (!stored) return null;
+    if (!stored) throw noLoadBalancer(lbId);
     return { ...stored, config: (await this.deps.engine.acceptedConfig(lbId)) ?? '' };
   }
 
-  /** Remove the load balancer; false when there was none. */
-  async delete(lbId: string, ifMatch?: string): Promise<boolean> {
+  /** Remove the load balancer; ObjectNotFoundError when there was none. */
+  async delete(lbId: string, ifMatch?: string): Promise<void> {
     return this.lock.run(lbId, async () => {
       const current = await this.stored(lbId);
       this.checkPrecondition(current, ifMatch);
-      if (current === null && !(await this.deps.engine.exists(lbId))) return false;
+      if (current === null && !(await this.deps.engine.exists(lbId))) throw noLoadBalancer(lbId);
       await removeLvsListeners(this.deps, current ? lvsListeners(current.spec) : []);
       await this.deps.engine.delete(lbId);
       await removeStoredSpec(this.specFiles(lbId));
       this.specs.set(lbId, null);
       await removeCertificates(this.deps.config.current, lbId);
-      await markHaproxy(this.deps.config.current.haproxyAmphora.basePath, lbId, true); // gone, not down
-      await afterHaproxyChange(this.deps, lbId, false);
-      return true;
     });
   }
 
-  async status(lbId: string): Promise<(LoadBalancerStatus & { haproxy: SupervisionStatus }) | null> {
+  /** ObjectNotFoundError when there is no load balancer. */
+  async status(lbId: string): Promise<LoadBalancerStatus & { haproxy: SupervisionStatus }> {
     const stored = this.specs.get(lbId)?.stored ?? (await this.lock.run(lbId, () => this.stored(lbId))); // no wait behind a drain
-    if (!stored) return null;
+    if (!stored) throw noLoadBalancer(lbId);
     // Asked together: a haproxy that does not answer costs one socket timeout, not two.
     const [rows, haproxy] = await Promise.all([this.deps.engine.stats(lbId).catch(() => []), this.deps.engine.supervision(lbId)]);
     const lvs = await lvsStatuses(this.deps, stored.spec);
@@ -282,10 +280,10 @@ export class LoadBalancerService {
     return storeCertificate(this.deps.config.current, lbId, name, pem);
   }
 
-  async deleteCertificate(lbId: string, name: string): Promise<boolean> {
-    if ((await readCertificate(this.deps.config.current, lbId, name)) === null) return false;
+  /** ObjectNotFoundError when there is no such file. */
+  async deleteCertificate(lbId: string, name: string): Promise<void> {
+    if ((await readCertificate(this.deps.config.current, lbId, name)) === null) throw new ObjectNotFoundError(`no certificate file ${name}`);
     await removeCertificate(this.deps.config.current, lbId, name);
-    return true;
   }
 
   private amphoraId(lbId: string): string {
@@ -295,4 +293,6 @@ export class LoadBalancerService {
 }
 
 const NO_HAPROXY_LEFT = 'no haproxy listeners left';
+
+const noLoadBalancer = (lbId: string) => new ObjectNotFoundError(`no load balancer ${lbId}`);
 
