@@ -21,7 +21,7 @@ if (!file) {
   console.error('usage: node examples/octavia-render.mjs SPEC.json');
   process.exit(2);
 }
-const { validateSpec } = await import(join(root, 'dist/agent/spec/validate.js'));
+const { validateSpec } = await import(join(root, 'dist/agent/model/spec/validate.js'));
 const spec = validateSpec(JSON.parse(readFileSync(file, 'utf8')));
 const version = /version (\d+\.\d+)/i.exec(execFileSync('haproxy', ['-v'], { encoding: 'utf8' }))?.[1] ?? '2.6';
 const basePath = join(root, '.amphora-dev', 'lib');
