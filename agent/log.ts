@@ -14,11 +14,17 @@ const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INF
 export function prettyLine(json: string): string {
   const { time, level, module, msg, name: _name, pid: _pid, hostname: _hostname, ...fields } = JSON.parse(json) as Record<string, unknown>;
   const values = Object.entries(fields).map(([key, value]) => {
-    const text = typeof value === 'string' && !/[\s"=]/.test(value) ? value : JSON.stringify(value);
+    // A tenant's string may carry terminal escapes or newlines: those are printed escaped, as JSON.
+    const text = typeof value === 'string' && !/[\s"=\p{Cc}]/u.test(value) ? value : JSON.stringify(value);
     return `${key}=${text}`;
   });
   const when = typeof time === 'number' ? new Date(time).toISOString().slice(11, 23) : '';
-  return `${[when, LEVEL_NAMES[level as number] ?? String(level), module ? `[${String(module)}]` : '', String(msg ?? ''), ...values].filter(Boolean).join(' ')}\n`;
+  return `${[when, LEVEL_NAMES[level as number] ?? String(level), module ? `[${String(module)}]` : '', printable(String(msg ?? '')), ...values].filter(Boolean).join(' ')}\n`;
+}
+
+/** A message as is, unless it holds control characters (a terminal escape, a newline): then JSON-escaped. */
+function printable(text: string): string {
+  return /\p{Cc}/u.test(text) ? JSON.stringify(text) : text;
 }
 
 const options: LoggerOptions = {

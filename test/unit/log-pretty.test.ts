@@ -19,4 +19,9 @@ test('a level pino does not name is printed as its number', () => {
   assert.is(prettyLine(JSON.stringify({ level: 35, time: at, msg: 'x' })), '16:05:09.042 35 x\n');
 });
 
+test('control characters (a terminal escape, a newline) reach the terminal escaped, in fields and in the message', () => {
+  const line = prettyLine(JSON.stringify({ level: 30, time: at, msg: 'bad\nline', member: '\u001b[2Jx' }));
+  assert.is(line, '16:05:09.042 INFO "bad\\nline" member="\\u001b[2Jx"\n');
+});
+
 test.run();
