@@ -104,10 +104,10 @@ export async function serve(args: string[]): Promise<void> {
   }
   // Members added at runtime on a haproxy without a working init-state wait in
   // maintenance until a check passes; this makes them ready soon after.
-  repeatAfter(200, () => engine.promotePending());
+  repeatAfter(200, () => engine.members.promotePending());
   // Members an API 1.0 reload removed keep their sessions in maintenance; this
   // deletes them once haproxy lets it (no session or pooled connection left).
-  repeatAfter(1000, () => engine.sweepRetired());
+  repeatAfter(1000, () => engine.members.sweepRetired());
   // The heartbeat runs in this process: building it takes milliseconds and
   // happens once per heartbeat_interval, so it does not hold up the API.
   new HeartbeatSender({ config: store, log: log.child({ module: 'heartbeat' }), loadBalancerIds: () => engine.loadBalancerIds(), stats: (lbId) => engine.stats(lbId) }).start();

@@ -8,7 +8,8 @@
 // lives now. Octavia 16 and later do the same after an LVS (UDP/SCTP)
 // listener starts.
 import type { ConfigStore } from '../config/store.js';
-import type { HaproxyChange, HaproxyEngine } from '../haproxy/apply/engine.js';
+import type { HaproxyEngine } from '../haproxy/apply/engine.js';
+import type { HaproxyChange } from '../haproxy/apply/haproxy-change.js';
 import { statsSocket } from '../config/layout.js';
 import { markHaproxy } from '../keepalived/haproxy-track.js';
 import { lvsInstance, lvsListenerIds, lvsVirtualAddresses, updateHaproxyCheckScript } from '../keepalived/service.js';

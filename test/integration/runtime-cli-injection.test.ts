@@ -92,7 +92,7 @@ HAPROXIES.forEach((h, i) => {
     assert.equal(added.pending, ['pool-1:listener-1/m3'], 'm3 waits for its first passing check');
     // The agent's ready watcher promotes a pending member once its checks passed; here the test does.
     await waitFor('m3 answers through the listener', async () => {
-      await engine.promotePending();
+      await engine.members.promotePending();
       return (await memberOf(url)) === '200 m3';
     }, 15_000);
   });

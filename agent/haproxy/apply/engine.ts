@@ -16,7 +16,9 @@ import { KeyedLock } from '../../system/keyed-lock.js';
 import { statsSocket } from '../../config/layout.js';
 import type { LoadBalancerFiles } from '../layout.js';
 import { LoadBalancerStates, type LoadBalancerState } from './load-balancer-state.js';
+import type { HaproxyChange } from './haproxy-change.js';
 import type { LoadReport } from './loader.js';
+import { MemberWatch } from './member-watch.js';
 import { PendingMembers } from './pending.js';
 import { RetiredMembers } from './retired.js';
 import { ApplyPipeline, type ChangeReport, type MemberEdit, type PipelineOptions } from './pipeline.js';
@@ -39,21 +41,6 @@ export interface EngineOptions extends PipelineOptions {
   onChange?: (change: HaproxyChange) => Promise<void>;
 }
 
-/** What the engine tells its subscriber after haproxy changed. */
-export type HaproxyChange =
-  /** Started or reloaded with a new or the accepted config, by a request. */
-  | { kind: 'loaded'; lbId: string; load: LoadReport }
-  /** Asked to start, it ran already: it binds what it last loaded. */
-  | { kind: 'ran'; lbId: string; bindAddresses: string[] }
-  /** Dead, and started again by the watchdog with the config it ran. */
-  | { kind: 'restarted'; lbId: string; load: LoadReport }
-  /** Dead, and the watchdog could not start it again: down for good. */
-  | { kind: 'dead'; lbId: string }
-  /** Stopped on purpose (API 1.0's stop): down for good. */
-  | { kind: 'stopped'; lbId: string }
-  /** Removed with its files: gone, not down. */
-  | { kind: 'deleted'; lbId: string };
-
 /** What the watchdog's check found: haproxy runs, was stopped on purpose, was started again, or is dead and waits for its restart. */
 export type Supervised = 'running' | 'stopped' | 'started' | 'waiting';
 
@@ -63,8 +50,9 @@ export class HaproxyEngine {
   private readonly baseDir: string;
   private readonly states: LoadBalancerStates;
   private readonly pending: PendingMembers;
-  private readonly retired: RetiredMembers;
   private readonly pipeline: ApplyPipeline;
+  /** Members in passage, for the agent's timers: pending ones made ready, retired ones deleted. */
+  readonly members: MemberWatch;
 
   constructor(private readonly opts: EngineOptions) {
     this.baseDir = resolve(opts.baseDir);
@@ -76,8 +64,9 @@ export class HaproxyEngine {
       heldConfigDelayMs: opts.memberConfigWriteDelayMs,
     });
     this.pending = new PendingMembers(this.states);
-    this.retired = new RetiredMembers(this.states);
-    this.pipeline = new ApplyPipeline(opts, this.baseDir, this.pending, this.retired);
+    const retired = new RetiredMembers(this.states);
+    this.pipeline = new ApplyPipeline(opts, this.baseDir, this.pending, retired);
+    this.members = new MemberWatch(this.lock, this.pending, retired, (lbId) => this.pipeline.runtimeApi(this.files(lbId)), opts.log);
   }
 
   /** Who runs haproxy (and, for consistency, keepalived): systemd units or the agent itself. */
@@ -237,8 +226,7 @@ export class HaproxyEngine {
    * AWAITING_CHECK until a check fails (admission.ts).
    */
   async stats(lbId: string): Promise<StatRow[]> {
-    const rows = await this.retired.hidden(lbId, parseShowStat(await showStat(statsSocket(this.baseDir, lbId))));
-    return this.pending.reported(lbId, rows);
+    return this.members.reported(lbId, parseShowStat(await showStat(statsSocket(this.baseDir, lbId))));
   }
 
   /** The accepted config (held by a member call, or as stored), or null. */
@@ -272,22 +260,6 @@ export class HaproxyEngine {
       });
     }
     return recovered;
-  }
-
-  /** Make ready the members that wait in maintenance for a passing check (pending.ts). The agent calls this a few times a second. */
-  async promotePending(): Promise<void> {
-    for (const lbId of await this.pending.waiting()) {
-      await this.lock.run(lbId, () => this.pending.promote(lbId, this.pipeline.runtimeApi(this.files(lbId)), this.opts.log))
-        .catch((err: Error) => this.opts.log.warn({ lbId, err: err.message }, 'cannot promote pending members'));
-    }
-  }
-
-  /** Delete the retired members whose sessions have ended (retired.ts). The agent calls this every second. */
-  async sweepRetired(): Promise<void> {
-    for (const lbId of await this.retired.waiting()) {
-      await this.lock.run(lbId, () => this.retired.sweep(lbId, this.pipeline.runtimeApi(this.files(lbId)), this.opts.log))
-        .catch((err: Error) => this.opts.log.warn({ lbId, err: err.message }, 'cannot delete retired members'));
-    }
   }
 
   // --- internals (callers hold the lock) ---
