@@ -13,7 +13,8 @@
 //   yes      -              load     no                          state-file (**)  haproxy's checks
 //   yes      no             load     yes                         init-state (*)   haproxy's checks
 //   yes      yes            runtime  -                           init-state       haproxy's checks
-//   yes      no             runtime  -                           maintenance      the agent, after a passed check
+//   yes      no             added    -                           forced-down      haproxy's checks
+//   yes      no             returns  -                           maintenance      the agent, after a passed check
 //
 //   (*) the agent writes `init-state fully-down` on the line it loads.
 //   (**) also when the line carries init-state itself: a binary that takes the
@@ -24,8 +25,13 @@
 // server` leaves a dynamic server with init-state DOWN on every haproxy that
 // takes the keyword, and one that does not refuses the `add server`, so the
 // engine reloads. Without init-state on the line, leaving maintenance makes a
-// server UP at once (seen on 2.6), so the member stays in maintenance with
-// checks running until the agent sees a check pass.
+// server UP at once whatever its health (2.6, 3.0). An added member leaves it
+// at weight 0, which takes no request (a new server has no persistent
+// client), and is forced DOWN with health 0 at once, then given its weight:
+// haproxy's own rise-th passing check makes it UP, with no poll in between
+// (issue 32). A member put back in service may have persistent clients, so
+// it stays out of traffic (drained, forced DOWN, checks running) until the
+// agent sees its checks pass.
 
 import { memberKey } from './names.js';
 
@@ -39,7 +45,9 @@ export type AdmissionMethod =
   | 'init-state'
   /** Seeded stopped in the server-state file haproxy loads at the (re)load. */
   | 'state-file'
-  /** Added in maintenance with checks running; made ready by the agent. */
+  /** Added at weight 0, out of maintenance, forced DOWN, then its weight: DOWN until its checks pass. */
+  | 'forced-down'
+  /** Put back in service drained and forced DOWN, checks running; made ready by the agent. */
   | 'maintenance';
 
 export interface Admission {
@@ -58,11 +66,11 @@ export interface MemberFacts {
 export type AdmissionInput = MemberFacts & (
   /** haproxy (re)loads a config; `initStateAtStartup`: the binary applies `init-state fully-down` then (probed). */
   | { path: 'load'; initStateAtStartup: boolean }
-  /** `add server`, or `state ready` after maintenance, on the running worker. */
-  | { path: 'runtime' });
+  /** `add server` (added), or back from maintenance (returns), on the running worker. */
+  | { path: 'runtime'; returns: boolean });
 
 const READY: Record<AdmissionMethod, Admission['ready']> = {
-  none: 'at-once', 'init-state': 'haproxy', 'state-file': 'haproxy', maintenance: 'agent',
+  none: 'at-once', 'init-state': 'haproxy', 'state-file': 'haproxy', 'forced-down': 'haproxy', maintenance: 'agent',
 };
 
 export function admit(member: AdmissionInput): Admission {
@@ -72,7 +80,7 @@ export function admit(member: AdmissionInput): Admission {
 
 function methodOf(member: AdmissionInput): AdmissionMethod {
   if (!member.checked) return 'none';
-  if (member.path === 'runtime') return member.initStateOnLine ? 'init-state' : 'maintenance';
+  if (member.path === 'runtime') return member.initStateOnLine ? 'init-state' : member.returns ? 'maintenance' : 'forced-down';
   return member.initStateAtStartup ? 'init-state' : 'state-file';
 }
 

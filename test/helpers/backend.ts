@@ -17,6 +17,8 @@ export class TestBackend {
   lastCheck: { requestLine: string; host: string | null } | null = null;
   /** Time of the first real request answered with 200. */
   firstServedAt: number | null = null;
+  /** Times of the health checks answered with 200, in order. */
+  readonly passedChecksAt: number[] = [];
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
 
@@ -99,6 +101,7 @@ export class TestBackend {
   private respond(sock: Socket, head: string, isCheck: boolean): void {
     const ready = this.mode === 'ready';
     if (ready && !isCheck && this.firstServedAt === null) this.firstServedAt = Date.now();
+    if (ready && isCheck) this.passedChecksAt.push(Date.now());
     const body = ready ? `${this.name}\n` : 'not ready\n';
     // HTTP/1.0 (what haproxy health checks send) closes unless asked otherwise.
     const http11 = / HTTP\/1\.1\r?$/m.test(head.split('\n')[0] ?? '');

@@ -108,7 +108,7 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
     assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
   });
 
-  t('a member added through the controller while not ready receives 0 requests under load', async () => {
+  t('a member added through the controller while not ready receives 0 requests under load, and its first one within 50 ms of its rise-th passed check', async () => {
     const added = await new TestBackend('m3', net.hostIp, M3, 'not-ready').start();
     try {
       const load = new LoadGenerator(url(), 250).start();
@@ -117,12 +117,17 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
       await peer.call('reload_listener', LB);
       await sleep(3000);
       const whileNotReady = added.requests;
+      const passedBefore = added.passedChecksAt.length;
       await added.setMode('ready');
       await waitFor('the added member to serve', () => added.firstServedAt !== null, 6000);
       await sleep(200);
       await load.stop();
       assert.is(whileNotReady, 0, 'requests reached the member before it passed its checks');
       assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
+      // rise 2: UP at its second passed check, and haproxy (not an agent's poll) lets the next request in.
+      const risen = added.passedChecksAt[passedBefore + MONITOR.rise - 1]!;
+      assert.ok(added.firstServedAt! >= risen, 'served before its rise-th passed check');
+      assert.ok(added.firstServedAt! - risen < 50, `first request ${added.firstServedAt! - risen} ms after its rise-th passed check`);
     } finally {
       await added.stop();
     }

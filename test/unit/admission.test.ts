@@ -6,7 +6,7 @@ import { admit, initStateAtStartupByVersion, isReady, type AdmissionInput } from
 
 const load = (checked: boolean, initStateOnLine: boolean, initStateAtStartup: boolean): AdmissionInput =>
   ({ checked, initStateOnLine, path: 'load', initStateAtStartup });
-const runtime = (checked: boolean, initStateOnLine: boolean): AdmissionInput => ({ checked, initStateOnLine, path: 'runtime' });
+const runtime = (checked: boolean, initStateOnLine: boolean, returns = false): AdmissionInput => ({ checked, initStateOnLine, path: 'runtime', returns });
 
 test('the whole decision table', () => {
   const table: [AdmissionInput, string][] = [
@@ -21,8 +21,11 @@ test('the whole decision table', () => {
     [load(true, true, true), 'init-state haproxy'],
     [runtime(false, false), 'none at-once'],
     [runtime(false, true), 'none at-once'],
-    [runtime(true, false), 'maintenance agent'],
+    [runtime(true, false), 'forced-down haproxy'],
     [runtime(true, true), 'init-state haproxy'],
+    [runtime(false, false, true), 'none at-once'],
+    [runtime(true, false, true), 'maintenance agent'],
+    [runtime(true, true, true), 'init-state haproxy'],
   ];
   for (const [input, expected] of table) {
     const { method, ready } = admit(input);

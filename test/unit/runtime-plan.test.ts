@@ -48,7 +48,7 @@ test('default-server check: a member added without its own `check` is added chec
   const plan = planRuntime(pool(['m1 10.0.0.1:80 weight 1']), pool(['m1 10.0.0.1:80 weight 1', 'm2 10.0.0.2:80 weight 1 rise 3']));
   assert.is(plan.reloadReason, null);
   const add = plan.steps[0]!;
-  assert.ok(add.kind === 'add' && add.checked && add.admission.method === 'maintenance', 'held down until its check passes, as a reload would');
+  assert.ok(add.kind === 'add' && add.checked && add.admission.method === 'forced-down', 'held down until its check passes, as a reload would');
   assert.equal(add.kind === 'add' && add.args, ['10.0.0.2:80', 'check', 'inter', '2s', 'fall', '3', 'weight', '1', 'rise', '3']);
   // A default-server keyword the agent cannot spell out on the add line: the member comes in with a reload.
   const other = '    default-server check maxconn 100';

@@ -183,8 +183,9 @@ function weightOf(args: string[]): number {
   return i >= 0 ? Number(args[i + 1]) : 1;
 }
 
-function admitted(fact: ServerLine, words: string[]): Admitted {
-  return { admission: admit({ checked: fact.checked, initStateOnLine: fact.initStateOnLine, path: 'runtime' }), rise: riseOf(words) };
+/** `returns`: put back in service (admin up) rather than added. */
+function admitted(fact: ServerLine, words: string[], returns: boolean): Admitted {
+  return { admission: admit({ checked: fact.checked, initStateOnLine: fact.initStateOnLine, path: 'runtime', returns }), rise: riseOf(words) };
 }
 
 /** Why a step's words cannot be spliced into a CLI command as written (cli-words.ts), else null. */
@@ -222,7 +223,7 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
       const spelled = defaults.length > 0 ? withDefaults(args, defaults) : { kind: 'spelled' as const, args };
       if (spelled.kind === 'refused') return { steps: [], reloadReason: `member ${k} added: ${spelled.reason}` };
       const addArgs = spelled.args;
-      adds.push({ kind: 'add', backend: s.backend, server: s.name, args: addArgs, checked, enabled, ...admitted(fact, addArgs) });
+      adds.push({ kind: 'add', backend: s.backend, server: s.name, args: addArgs, checked, enabled, ...admitted(fact, addArgs, false) });
       continue;
     }
     const wasArgs = argsOf(was.line);
@@ -234,7 +235,7 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
     const wasEnabled = !wasArgs.includes('disabled');
     if (wasEnabled && !enabled) changes.push({ kind: 'admin-down', backend: s.backend, server: s.name });
     if (!wasEnabled && enabled) {
-      changes.push({ kind: 'admin-up', backend: s.backend, server: s.name, ...admitted(fact, [...defaults, ...args]) });
+      changes.push({ kind: 'admin-up', backend: s.backend, server: s.name, ...admitted(fact, [...defaults, ...args], true) });
     }
   }
   for (const [k, s] of before.servers) {

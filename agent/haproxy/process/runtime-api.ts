@@ -2,9 +2,9 @@
 // the master socket), so they need no reload. A member added or re-enabled
 // here is admitted as its step says (admission.ts): with init-state on its
 // line `enable server` leaves it DOWN until checks pass; otherwise an added
-// one stays in maintenance with checks running, a re-enabled one drains
-// forced DOWN, and either is made ready once its checks passed (`pending`,
-// promoted by the engine's ready watcher).
+// one is forced DOWN at weight 0 and then weighted, so haproxy's own checks
+// bring it UP, and a re-enabled one drains forced DOWN until the agent sees
+// its checks pass (`pending`, promoted by the engine's ready watcher).
 import { parseShowStat } from './stats.js';
 import { isReady } from '../../model/admission.js';
 import { firstUnsafeWord } from './cli-words.js';
@@ -71,11 +71,21 @@ export class RuntimeApi {
       const id = memberKey(step.backend, step.server);
       switch (step.kind) {
         case 'add': {
+          const args = step.args.filter((a) => a !== 'disabled');
+          const forcedDown = step.enabled && step.admission.method === 'forced-down';
           // A dynamic server starts in maintenance with checks off.
-          await this.command(`add server ${id} ${step.args.filter((a) => a !== 'disabled').join(' ')}`);
+          await this.command(`add server ${id} ${(forcedDown ? withWeight(args, '0') : args).join(' ')}`);
           if (step.checked) await this.command(`enable health ${id}`);
           if (!step.enabled) break;
-          if (step.admission.ready === 'agent') result.pending.push({ backend: step.backend, server: step.server, rise: step.rise });
+          if (forcedDown) {
+            // Out of maintenance it is UP at once, at weight 0: no request
+            // (nobody can hold a persistence cookie for a new server). Forced
+            // DOWN, health 0, then its weight: haproxy's own rise-th passing
+            // check brings it UP (admission.ts).
+            await this.command(`set server ${id} state ready`);
+            await this.command(`set server ${id} health down`);
+            await this.command(`set server ${id} weight ${weightOf(args)}`);
+          } else if (step.admission.ready === 'agent') result.pending.push({ backend: step.backend, server: step.server, rise: step.rise });
           else await this.command(`enable server ${id}`);
           break;
         }
@@ -184,3 +194,15 @@ export class RuntimeApi {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A server line's words with its weight replaced (or added). */
+function withWeight(args: string[], weight: string): string[] {
+  const i = args.lastIndexOf('weight');
+  return i >= 0 && i + 1 < args.length ? [...args.slice(0, i + 1), weight, ...args.slice(i + 2)] : [...args, 'weight', weight];
+}
+
+/** The weight a server line gives (haproxy's default 1). */
+function weightOf(args: string[]): string {
+  const i = args.lastIndexOf('weight');
+  return i >= 0 && i + 1 < args.length ? args[i + 1]! : '1';
+}
