@@ -39,13 +39,18 @@ export async function buildAgent(store: ConfigStore, log: Logger, hooks: AgentHo
   });
   const metrics = new ApplyMetrics(() => engine.supervisionOfAll());
   const loadBalancers = new V2Service({
-    engine, config: store, metrics, log: log.child({ module: 'loadbalancers' }),
+    engine,
+    config: store,
+    metrics,
+    log: log.child({ module: 'loadbalancers' }),
     ...(config.haproxyAmphora.tuneFromAmphoraDetails ? { amphora: await readAmphoraFacts() } : {}),
   });
   // Package versions do not change while the agent runs; ask dpkg once.
   const versions = packageVersions(['haproxy', 'keepalived', 'ipvsadm']).then(async ({ haproxy, keepalived, ipvsadm }) => ({
     // Outside a Debian package (a custom haproxy_cmd) report the binary's own version.
-    haproxy: haproxy || (await engine.capabilities()).version, keepalived, ipvsadm,
+    haproxy: haproxy || (await engine.capabilities()).version,
+    keepalived,
+    ipvsadm,
   }));
   // A failed probe ends the agent (cli/serve.ts); /1.0/info would get it as a 500.
   versions.catch(() => {});

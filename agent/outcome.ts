@@ -20,4 +20,3 @@ export type RecordedOutcome = ApplyOutcome | 'failed';
 
 /** Outcomes after which haproxy runs a config it did not run before. */
 export const isReload = (o: ApplyOutcome): o is 'started' | 'reloaded' => o === 'started' || o === 'reloaded';
-

@@ -5,6 +5,13 @@
 
 /** Starts the loop; the timers do not keep the process alive. */
 export function repeatAfter(intervalMs: number, job: () => Promise<unknown>): void {
-  const next = () => setTimeout(() => void job().catch(() => undefined).finally(next), intervalMs).unref();
+  const next = () =>
+    setTimeout(
+      () =>
+        void job()
+          .catch(() => undefined)
+          .finally(next),
+      intervalMs,
+    ).unref();
   next();
 }

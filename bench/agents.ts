@@ -35,12 +35,24 @@ export function benchPki(dir: string): { server: Issued; clientCa: Ca; tls: http
 
 export function configText(dir: string, port: number, serverPem: string, clientCa: string): string {
   return [
-    '[DEFAULT]', 'debug = False', '[haproxy_amphora]', `base_path = ${join(dir, `lib-${port}`)}`,
-    `base_cert_dir = ${join(dir, `lib-${port}`, 'certs')}`, 'bind_host = 127.0.0.1', `bind_port = ${port}`,
+    '[DEFAULT]',
+    'debug = False',
+    '[haproxy_amphora]',
+    `base_path = ${join(dir, `lib-${port}`)}`,
+    `base_cert_dir = ${join(dir, `lib-${port}`, 'certs')}`,
+    'bind_host = 127.0.0.1',
+    `bind_port = ${port}`,
     'tune_from_amphora_details = false', // this machine's memory is not an amphora's
-    '[health_manager]', 'controller_ip_port_list =', 'heartbeat_interval = 3600',
-    '[amphora_agent]', `agent_server_cert = ${serverPem}`, `agent_server_ca = ${clientCa}`, `amphora_id = ${AMPHORA}`,
-    `agent_server_network_dir = ${join(dir, `interfaces-${port}`)}`, 'process_manager = direct', '',
+    '[health_manager]',
+    'controller_ip_port_list =',
+    'heartbeat_interval = 3600',
+    '[amphora_agent]',
+    `agent_server_cert = ${serverPem}`,
+    `agent_server_ca = ${clientCa}`,
+    `amphora_id = ${AMPHORA}`,
+    `agent_server_network_dir = ${join(dir, `interfaces-${port}`)}`,
+    'process_manager = direct',
+    '',
   ].join('\n');
 }
 
@@ -74,14 +86,22 @@ export function processTree(pid: number): number[] {
     if (stat) parent.set(Number(name), stat.ppid);
   }
   const tree = new Set([pid]);
-  for (let grew = true; grew;) {
+  for (let grew = true; grew; ) {
     grew = false;
-    for (const [p, pp] of parent) if (tree.has(pp) && !tree.has(p)) { tree.add(p); grew = true; }
+    for (const [p, pp] of parent)
+      if (tree.has(pp) && !tree.has(p)) {
+        tree.add(p);
+        grew = true;
+      }
   }
   return [...tree];
 }
 
-interface Stat { ppid: number; cpuTicks: number; rssPages: number }
+interface Stat {
+  ppid: number;
+  cpuTicks: number;
+  rssPages: number;
+}
 
 function readStat(pid: number): Stat | null {
   try {

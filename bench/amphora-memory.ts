@@ -80,8 +80,18 @@ interface Trial {
 /** A trial that has measured nothing (yet): failed for `reason`. */
 function unmeasured(memoryMb: number, reason: string): Trial {
   return {
-    memoryMb, ok: false, reason, firstHeartbeat: null, firstAnswer: null, usedAfterBoot: null, usedAfterWorkload: null, workload: null,
-    breakdown: '', shmemAfterWorkload: null, peakUsed: null, peakUsedLessShmem: null,
+    memoryMb,
+    ok: false,
+    reason,
+    firstHeartbeat: null,
+    firstAnswer: null,
+    usedAfterBoot: null,
+    usedAfterWorkload: null,
+    workload: null,
+    breakdown: '',
+    shmemAfterWorkload: null,
+    peakUsed: null,
+    peakUsedLessShmem: null,
   };
 }
 
@@ -95,10 +105,13 @@ async function runTrial(kind: Kind, memoryMb: number, deadlineMs: number): Promi
     result.usedAfterBoot = (await amp.memory()).usedMb;
     await amp.plugVip();
     const sampling = setInterval(() => {
-      amp.memory().then(({ usedMb, shmemMb }) => {
-        result.peakUsed = Math.max(result.peakUsed ?? 0, usedMb);
-        result.peakUsedLessShmem = Math.max(result.peakUsedLessShmem ?? 0, usedMb - shmemMb);
-      }, () => undefined); // a guest too busy to answer ssh: the next sample counts
+      amp.memory().then(
+        ({ usedMb, shmemMb }) => {
+          result.peakUsed = Math.max(result.peakUsed ?? 0, usedMb);
+          result.peakUsedLessShmem = Math.max(result.peakUsedLessShmem ?? 0, usedMb - shmemMb);
+        },
+        () => undefined,
+      ); // a guest too busy to answer ssh: the next sample counts
     }, 10_000);
     const workload = await runWorkload(amp).finally(() => clearInterval(sampling));
     result.workload = workload;
@@ -177,7 +190,9 @@ if (process.argv[2] === '--trial') {
 const disks = KINDS.map((k) => k.image());
 for (const [i, k] of KINDS.entries()) console.log(`${k.name}: ${disks[i]!.summary}`);
 const started = Date.now();
-console.log(`workload: ${WORKLOAD.members} members, ${WORKLOAD.updates} updates of ${WORKLOAD.churn} members, ${WORKLOAD.httpRate}+${WORKLOAD.httpsRate} req/s`);
+console.log(
+  `workload: ${WORKLOAD.members} members, ${WORKLOAD.updates} updates of ${WORKLOAD.churn} members, ${WORKLOAD.httpRate}+${WORKLOAD.httpsRate} req/s`,
+);
 
 const flavor = await Promise.all(KINDS.map((k) => trial(k, FLAVOR_MB, 15 * 60_000)));
 const [mine, theirs] = flavor as [Trial, Trial];
@@ -186,15 +201,34 @@ const sizes = disks.map((d) => statSync(d.disk).size / 2 ** 20);
 
 const rows: [string, string, string, string][] = [
   ['workload at 1,024 MB: peak guest used memory (MiB)', fmt(mine.peakUsed, 0), fmt(theirs.peakUsed, 0), ratio(mine.peakUsed, theirs.peakUsed)],
-  ['workload at 1,024 MB: peak guest used memory less shared memory (MiB)', fmt(mine.peakUsedLessShmem, 0), fmt(theirs.peakUsedLessShmem, 0), ratio(mine.peakUsedLessShmem, theirs.peakUsedLessShmem)],
+  [
+    'workload at 1,024 MB: peak guest used memory less shared memory (MiB)',
+    fmt(mine.peakUsedLessShmem, 0),
+    fmt(theirs.peakUsedLessShmem, 0),
+    ratio(mine.peakUsedLessShmem, theirs.peakUsedLessShmem),
+  ],
   ['power-on to first answer on the agent API (s)', fmt(mine.firstAnswer), fmt(theirs.firstAnswer), ratio(mine.firstAnswer, theirs.firstAnswer)],
   ['power-on to first heartbeat (s)', fmt(mine.firstHeartbeat), fmt(theirs.firstHeartbeat), ratio(mine.firstHeartbeat, theirs.firstHeartbeat)],
-  [`guest used memory after boot, -m ${FLAVOR_MB} (MiB)`, fmt(mine.usedAfterBoot, 0), fmt(theirs.usedAfterBoot, 0), ratio(mine.usedAfterBoot, theirs.usedAfterBoot)],
-  [`guest used memory after the workload, -m ${FLAVOR_MB} (MiB)`, fmt(mine.usedAfterWorkload, 0), fmt(theirs.usedAfterWorkload, 0), ratio(mine.usedAfterWorkload, theirs.usedAfterWorkload)],
+  [
+    `guest used memory after boot, -m ${FLAVOR_MB} (MiB)`,
+    fmt(mine.usedAfterBoot, 0),
+    fmt(theirs.usedAfterBoot, 0),
+    ratio(mine.usedAfterBoot, theirs.usedAfterBoot),
+  ],
+  [
+    `guest used memory after the workload, -m ${FLAVOR_MB} (MiB)`,
+    fmt(mine.usedAfterWorkload, 0),
+    fmt(theirs.usedAfterWorkload, 0),
+    ratio(mine.usedAfterWorkload, theirs.usedAfterWorkload),
+  ],
   // Octavia sizes haproxy's SSL session cache at 2/5 of the memory free when it renders (LP #2119987):
   // the less the rest uses, the larger the cache. Without it, what the amphora itself needs.
-  [`the same less shared memory (haproxy's SSL caches) (MiB)`, fmt(less(mine.usedAfterWorkload, mine.shmemAfterWorkload), 0),
-    fmt(less(theirs.usedAfterWorkload, theirs.shmemAfterWorkload), 0), ratio(less(mine.usedAfterWorkload, mine.shmemAfterWorkload), less(theirs.usedAfterWorkload, theirs.shmemAfterWorkload))],
+  [
+    `the same less shared memory (haproxy's SSL caches) (MiB)`,
+    fmt(less(mine.usedAfterWorkload, mine.shmemAfterWorkload), 0),
+    fmt(less(theirs.usedAfterWorkload, theirs.shmemAfterWorkload), 0),
+    ratio(less(mine.usedAfterWorkload, mine.shmemAfterWorkload), less(theirs.usedAfterWorkload, theirs.shmemAfterWorkload)),
+  ],
   ['qcow2 size (MiB)', fmt(sizes[0], 0), fmt(sizes[1], 0), ratio(sizes[0], sizes[1])],
 ];
 
@@ -204,15 +238,27 @@ console.log(`\nstep 1, at ${FLAVOR_MB} MB (${((Date.now() - started) / 60_000).t
 if (process.env.AMPHORA_BENCH_BISECT !== '0' && flavor.every((t) => t.ok)) {
   // A trial boots in at most three times the 1,024 MB boot (by then a small size is thrashing, not booting).
   const deadline = (t: Trial) => Math.max(5 * 60_000, 3 * (t.firstAnswer ?? 300) * 1000);
-  const brackets = new Map((process.env.AMPHORA_BENCH_BRACKET ?? '').split(',').filter(Boolean).map((b) => {
-    const [name, range] = b.split('=');
-    return [name, range!.split(':').map(Number) as [number, number]];
-  }));
+  const brackets = new Map(
+    (process.env.AMPHORA_BENCH_BRACKET ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((b) => {
+        const [name, range] = b.split('=');
+        return [name, range!.split(':').map(Number) as [number, number]];
+      }),
+  );
   const found = await Promise.all(KINDS.map((k, i) => bisect(k, brackets.get(k.name) ?? [64, FLAVOR_MB], deadline(flavor[i]!))));
-  rows.push([`smallest -m serving the workload (MB, to ${RESOLUTION_MB})`, String(found[0]!.smallest), String(found[1]!.smallest), ratio(found[0]!.smallest, found[1]!.smallest)]);
+  rows.push([
+    `smallest -m serving the workload (MB, to ${RESOLUTION_MB})`,
+    String(found[0]!.smallest),
+    String(found[1]!.smallest),
+    ratio(found[0]!.smallest, found[1]!.smallest),
+  ]);
   for (const [i, f] of found.entries()) console.log(`${KINDS[i]!.name} trials: ${f.trials.map((t) => `${t.memoryMb}:${t.ok ? 'ok' : 'fail'}`).join(' ')}`);
 }
 
 console.log(`\n${table()}`);
-console.log(`\n${new Date().toISOString().slice(0, 10)}, ${((Date.now() - started) / 60_000).toFixed(0)} minutes; workload at ${FLAVOR_MB} MB: ${flavor.map((t, i) => `${KINDS[i]!.name} ${t.workload ? describeWorkload(t.workload) : t.reason}`).join('; ')}`);
+console.log(
+  `\n${new Date().toISOString().slice(0, 10)}, ${((Date.now() - started) / 60_000).toFixed(0)} minutes; workload at ${FLAVOR_MB} MB: ${flavor.map((t, i) => `${KINDS[i]!.name} ${t.workload ? describeWorkload(t.workload) : t.reason}`).join('; ')}`,
+);
 process.exit(0);

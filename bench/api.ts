@@ -16,7 +16,10 @@ const CLIENTS = 8;
 async function waitUp(port: number, tls: https.AgentOptions): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    const ok = await getInfo(port, tls).then(() => true, () => false);
+    const ok = await getInfo(port, tls).then(
+      () => true,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -28,15 +31,17 @@ async function measure(port: number, tls: https.AgentOptions): Promise<{ rps: nu
   const latencies: number[] = [];
   let errors = 0;
   const end = Date.now() + SECONDS * 1000;
-  await Promise.all(Array.from({ length: CLIENTS }, async () => {
-    while (Date.now() < end) {
-      try {
-        latencies.push(await getInfo(port, tls, agent));
-      } catch {
-        errors++;
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (Date.now() < end) {
+        try {
+          latencies.push(await getInfo(port, tls, agent));
+        } catch {
+          errors++;
+        }
       }
-    }
-  }));
+    }),
+  );
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
@@ -71,11 +76,15 @@ try {
   console.log('agent                              req/s     p50 ms   p99 ms   errors   RSS MiB   PSS idle   PSS after load   USS after load (MiB)');
   const mib = (kb: number) => (kb / 1024).toFixed(1).padStart(7);
   for (const r of results) {
-    console.log(`${r.name.padEnd(34)} ${r.rps.toFixed(0).padStart(6)}   ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}   ${String(r.errors).padStart(6)}   ${mib(r.rssKb)}   ${mib(r.idlePssKb)}   ${mib(r.pssKb)}   ${mib(r.ussKb)}`);
+    console.log(
+      `${r.name.padEnd(34)} ${r.rps.toFixed(0).padStart(6)}   ${r.p50.toFixed(2).padStart(7)}  ${r.p99.toFixed(2).padStart(7)}   ${String(r.errors).padStart(6)}   ${mib(r.rssKb)}   ${mib(r.idlePssKb)}   ${mib(r.pssKb)}   ${mib(r.ussKb)}`,
+    );
   }
-  const [ts, py] = results as [typeof results[0], typeof results[0]];
-  console.log(`ratio: ${(ts.rps / py.rps).toFixed(1)}x the requests per second, ${(ts.rssKb / py.rssKb).toFixed(2)}x the RSS, ` +
-    `${(ts.idlePssKb / py.idlePssKb).toFixed(2)}x the PSS idle, ${(ts.pssKb / py.pssKb).toFixed(2)}x the PSS after load, ${(ts.ussKb / py.ussKb).toFixed(2)}x the USS (target: PSS <= 0.5x)`);
+  const [ts, py] = results as [(typeof results)[0], (typeof results)[0]];
+  console.log(
+    `ratio: ${(ts.rps / py.rps).toFixed(1)}x the requests per second, ${(ts.rssKb / py.rssKb).toFixed(2)}x the RSS, ` +
+      `${(ts.idlePssKb / py.idlePssKb).toFixed(2)}x the PSS idle, ${(ts.pssKb / py.pssKb).toFixed(2)}x the PSS after load, ${(ts.ussKb / py.ussKb).toFixed(2)}x the USS (target: PSS <= 0.5x)`,
+  );
 } finally {
   for (const a of agents) a.proc.kill('SIGTERM');
 }

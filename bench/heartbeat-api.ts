@@ -19,31 +19,45 @@ const RATE = 50;
 
 function spec(vip: string) {
   return {
-    id: 'lb-hb', vip_address: vip,
-    listeners: [{
-      id: 'l-http', protocol: 'HTTP', protocol_port: 8080, connection_limit: 1000,
-      default_pool: {
-        id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
-        healthmonitor: { type: 'TCP', delay: 30, timeout: 3, max_retries: 2 },
-        members: Array.from({ length: MEMBERS }, (_, i) => ({ id: `m${i}`, address: `10.99.${Math.floor(i / 250)}.${(i % 250) + 1}`, protocol_port: 80 })),
+    id: 'lb-hb',
+    vip_address: vip,
+    listeners: [
+      {
+        id: 'l-http',
+        protocol: 'HTTP',
+        protocol_port: 8080,
+        connection_limit: 1000,
+        default_pool: {
+          id: 'p-web',
+          protocol: 'HTTP',
+          lb_algorithm: 'ROUND_ROBIN',
+          healthmonitor: { type: 'TCP', delay: 30, timeout: 3, max_retries: 2 },
+          members: Array.from({ length: MEMBERS }, (_, i) => ({ id: `m${i}`, address: `10.99.${Math.floor(i / 250)}.${(i % 250) + 1}`, protocol_port: 80 })),
+        },
       },
-    }],
+    ],
   };
 }
 
 const net = createTestNetwork();
 const receiver = dgram.createSocket('udp4');
 let datagrams = 0;
-receiver.on('message', () => { datagrams++; });
+receiver.on('message', () => {
+  datagrams++;
+});
 await new Promise<void>((r) => receiver.bind(0, '127.0.0.1', () => r()));
 const udpPort = (receiver.address() as { port: number }).port;
 try {
   const results: string[] = [];
   for (const heartbeats of [false, true]) {
     const dir = await testDir('bench-hb-api');
-    const agent = await startAgent(HAPROXIES[0]!, dir, net.netns, 19950 + Number(heartbeats), heartbeats
-      ? [`controller_ip_port_list = 127.0.0.1:${udpPort}`, 'heartbeat_interval = 1', 'heartbeat_key = bench']
-      : ['controller_ip_port_list =']);
+    const agent = await startAgent(
+      HAPROXIES[0]!,
+      dir,
+      net.netns,
+      19950 + Number(heartbeats),
+      heartbeats ? [`controller_ip_port_list = 127.0.0.1:${udpPort}`, 'heartbeat_interval = 1', 'heartbeat_key = bench'] : ['controller_ip_port_list ='],
+    );
     try {
       const created = await apiRequest(agent, 'PUT', '/2.0/loadbalancers/lb-hb', { body: spec(net.nsIp) });
       if (created.status !== 201) throw new Error(`create: ${created.status} ${created.text}`);
@@ -62,7 +76,9 @@ try {
       connection.destroy();
       latencies.sort((a, b) => a - b);
       const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!.toFixed(1);
-      results.push(`heartbeats ${heartbeats ? 'every 1 s' : 'off      '}  ${String(datagrams - before).padStart(3)} sent   p50 ${at(0.5)} ms   p99 ${at(0.99)} ms   max ${at(1)} ms   (${latencies.length} requests)`);
+      results.push(
+        `heartbeats ${heartbeats ? 'every 1 s' : 'off      '}  ${String(datagrams - before).padStart(3)} sent   p50 ${at(0.5)} ms   p99 ${at(0.99)} ms   max ${at(1)} ms   (${latencies.length} requests)`,
+      );
       await apiRequest(agent, 'DELETE', '/2.0/loadbalancers/lb-hb');
     } finally {
       await agent.stop();

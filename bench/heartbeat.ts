@@ -29,10 +29,19 @@ const dir = await testDir('bench-hb');
 const lbId = randomUUID();
 const engine = testEngine(HAPROXIES[0]!, dir, net.netns);
 try {
-  await applyConfig(engine, lbId, 'amp', octaviaStyleConfig({
-    lbId, baseDir: dir, bind: `${net.nsIp}:8080`, monitor: null, connectionLimit: 2000,
-    members: Array.from({ length: MEMBERS }, (_, i) => ({ id: randomUUID(), address: `127.0.${i >> 8}.${(i & 127) + 1}:80` })),
-  }));
+  await applyConfig(
+    engine,
+    lbId,
+    'amp',
+    octaviaStyleConfig({
+      lbId,
+      baseDir: dir,
+      bind: `${net.nsIp}:8080`,
+      monitor: null,
+      connectionLimit: 2000,
+      members: Array.from({ length: MEMBERS }, (_, i) => ({ id: randomUUID(), address: `127.0.${i >> 8}.${(i & 127) + 1}:80` })),
+    }),
+  );
   const conf = join(dir, 'agent.conf');
   writeFileSync(conf, `[haproxy_amphora]\nbase_path = ${dir}\n[amphora_agent]\namphora_id = ${AMP}\n[health_manager]\nheartbeat_key = ${KEY}\n`);
   const store = await ConfigStore.load(conf);
@@ -49,10 +58,18 @@ try {
   }
   times.sort((a, b) => a - b);
   const ours = times[Math.floor(times.length / 2)]!;
-  const octavia = JSON.parse(execFileSync('/usr/bin/python3', [OCTAVIA, dir, AMP, KEY, String(ROUNDS)], { encoding: 'utf8' })) as { ms: number; bytes: number; members: number };
+  const octavia = JSON.parse(execFileSync('/usr/bin/python3', [OCTAVIA, dir, AMP, KEY, String(ROUNDS)], { encoding: 'utf8' })) as {
+    ms: number;
+    bytes: number;
+    members: number;
+  };
   console.log(`bench/heartbeat: one load balancer, ${MEMBERS} members (UUID ids), median of ${ROUNDS}`);
-  console.log(`amphora-agent (TypeScript)   ${ours.toFixed(1).padStart(7)} ms   ${bytes} bytes${trimmed ? ` (member statuses of ${trimmed} pool left out to fit ${MAX_DATAGRAM})` : ''}`);
-  console.log(`Octavia health daemon        ${octavia.ms.toFixed(1).padStart(7)} ms   ${octavia.bytes} bytes (${octavia.members} members; over ${MAX_DATAGRAM} bytes the receiver drops it)`);
+  console.log(
+    `amphora-agent (TypeScript)   ${ours.toFixed(1).padStart(7)} ms   ${bytes} bytes${trimmed ? ` (member statuses of ${trimmed} pool left out to fit ${MAX_DATAGRAM})` : ''}`,
+  );
+  console.log(
+    `Octavia health daemon        ${octavia.ms.toFixed(1).padStart(7)} ms   ${octavia.bytes} bytes (${octavia.members} members; over ${MAX_DATAGRAM} bytes the receiver drops it)`,
+  );
   console.log(`ratio: ${(octavia.ms / ours).toFixed(1)}x faster`);
 } finally {
   await engine.stop(lbId).catch(() => undefined);

@@ -53,7 +53,7 @@ const reference = runWith('reference');
 const cell = (v: number | undefined) => (v === undefined ? '-' : String(v));
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? '-' : `${(a / b).toFixed(2)}x`);
 console.log(`\nOctavia ${ours.octavia} in a box, ${new Date().toISOString().slice(0, 10)}: this agent and Octavia's own, same scenarios, same run\n`);
-console.log('| figure | this agent | Octavia\'s agent | this / Octavia\'s |');
+console.log("| figure | this agent | Octavia's agent | this / Octavia's |");
 console.log('|---|---|---|---|');
 for (const [key, label] of ROWS) {
   console.log(`| ${label} | ${cell(ours.figures[key])} | ${cell(reference.figures[key])} | ${ratio(ours.figures[key], reference.figures[key])} |`);

@@ -39,15 +39,23 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /** The load balancer as Octavia renders it; `limit` changes every round. Members on closed addresses of the namespace: checks fail fast and stay local. */
 function config(lbId: string, vip: string, port: number, members: number, limit: number, basePath: string, certDir: string): string {
   const spec = validateSpec({
-    id: lbId, vip_address: vip,
-    listeners: [{
-      id: 'l-http', protocol: 'HTTP', protocol_port: port, connection_limit: limit,
-      default_pool: {
-        id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
-        healthmonitor: { type: 'HTTP', delay: 5, timeout: 3, max_retries: 2, url_path: '/healthz' },
-        members: Array.from({ length: members }, (_, i) => ({ id: `m${i}`, address: `10.99.${Math.floor(i / 250)}.${(i % 250) + 1}`, protocol_port: 80 })),
+    id: lbId,
+    vip_address: vip,
+    listeners: [
+      {
+        id: 'l-http',
+        protocol: 'HTTP',
+        protocol_port: port,
+        connection_limit: limit,
+        default_pool: {
+          id: 'p-web',
+          protocol: 'HTTP',
+          lb_algorithm: 'ROUND_ROBIN',
+          healthmonitor: { type: 'HTTP', delay: 5, timeout: 3, max_retries: 2, url_path: '/healthz' },
+          members: Array.from({ length: members }, (_, i) => ({ id: `m${i}`, address: `10.99.${Math.floor(i / 250)}.${(i % 250) + 1}`, protocol_port: 80 })),
+        },
       },
-    }],
+    ],
   });
   const settings = { ...DEFAULT_RENDER_SETTINGS, basePath, baseCertDir: certDir };
   return renderLoadBalancer(spec, settings, { initStateAtStartup: false }).haproxyConfig!;
@@ -55,7 +63,9 @@ function config(lbId: string, vip: string, port: number, members: number, limit:
 
 const net = createTestNetwork();
 try {
-  console.log(`bench/reload: median of ${ROUNDS} rounds; floor = haproxy -c + plain reload of the same file; floor+state = floor + the server state saved first`);
+  console.log(
+    `bench/reload: median of ${ROUNDS} rounds; floor = haproxy -c + plain reload of the same file; floor+state = floor + the server state saved first`,
+  );
   console.log('haproxy        members        floor   floor+state   agent (upload + reload)   agent/floor   agent/floor+state');
   for (const h of HAPROXIES.filter((x) => !process.env.BENCH_HAPROXY || x.label.includes(process.env.BENCH_HAPROXY))) {
     const dir = await testDir('bench-reload');
@@ -70,7 +80,12 @@ try {
         const lbId = `lb-${members}`;
         // connection_limit stays small: with 10,000 checked servers haproxy needs maxconn x 2 + servers descriptors, and the hard limit here is 20,000.
         const agentConfig = (limit: number) => config(lbId, net.nsIp, 8080, members, limit, agent.basePath, agent.certDir);
-        const upload = (text: string) => apiRequest(agent, 'PUT', `/1.0/loadbalancer/${agent.amphoraId}/${lbId}/haproxy`, { raw: text, headers: { 'Content-Type': 'text/plain' }, connection });
+        const upload = (text: string) =>
+          apiRequest(agent, 'PUT', `/1.0/loadbalancer/${agent.amphoraId}/${lbId}/haproxy`, {
+            raw: text,
+            headers: { 'Content-Type': 'text/plain' },
+            connection,
+          });
         const reload = () => apiRequest(agent, 'PUT', `/1.0/loadbalancer/${lbId}/reload`, { connection });
         const expect = (status: number, res: { status: number; text: string }, what: string) => {
           if (res.status !== status) throw new Error(`${what}: ${res.status} ${res.text}`);
@@ -79,16 +94,21 @@ try {
         expect(202, await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${lbId}/start`, { connection }), 'start');
 
         // The floors' haproxies: the same config, each its own directory and port.
-        const floors = await Promise.all([{ port: 8081, saveState: false }, { port: 8082, saveState: true }].map(async (f) => {
-          const floorDir = join(dir, `floor-${members}-${f.port}`);
-          mkdirSync(floorDir, { recursive: true });
-          const inst = { lbId, files: loadBalancerFiles(floorDir, lbId), peerName: 'floor' };
-          mkdirSync(inst.files.dir, { recursive: true });
-          const text = (limit: number) => config(lbId, net.nsIp, f.port, members, limit, floorDir, join(floorDir, 'certs'));
-          writeFileSync(inst.files.live, text(1000));
-          await supervisor.start(inst);
-          return { ...f, inst, text, stateFile: readConfig(text(1000)).serverStateFile!, ms: [] as number[] };
-        }));
+        const floors = await Promise.all(
+          [
+            { port: 8081, saveState: false },
+            { port: 8082, saveState: true },
+          ].map(async (f) => {
+            const floorDir = join(dir, `floor-${members}-${f.port}`);
+            mkdirSync(floorDir, { recursive: true });
+            const inst = { lbId, files: loadBalancerFiles(floorDir, lbId), peerName: 'floor' };
+            mkdirSync(inst.files.dir, { recursive: true });
+            const text = (limit: number) => config(lbId, net.nsIp, f.port, members, limit, floorDir, join(floorDir, 'certs'));
+            writeFileSync(inst.files.live, text(1000));
+            await supervisor.start(inst);
+            return { ...f, inst, text, stateFile: readConfig(text(1000)).serverStateFile!, ms: [] as number[] };
+          }),
+        );
 
         const agentMs: number[] = [];
         for (let r = 1; r <= ROUNDS; r++) {
@@ -112,11 +132,16 @@ try {
           const uploaded = performance.now();
           expect(202, await reload(), 'reload');
           agentMs.push(performance.now() - t);
-          if (process.env.BENCH_DETAIL) console.log(`  floors ${floors.map((f) => f.ms.at(-1)!.toFixed(0)).join(' / ')} ms; agent: upload ${(uploaded - t).toFixed(0)} ms, reload ${(performance.now() - uploaded).toFixed(0)} ms`);
+          if (process.env.BENCH_DETAIL)
+            console.log(
+              `  floors ${floors.map((f) => f.ms.at(-1)!.toFixed(0)).join(' / ')} ms; agent: upload ${(uploaded - t).toFixed(0)} ms, reload ${(performance.now() - uploaded).toFixed(0)} ms`,
+            );
         }
         const [plain, saved] = floors.map((f) => median(f.ms));
         const a = median(agentMs);
-        console.log(`${h.label.padEnd(14)} ${String(members).padStart(7)}   ${plain!.toFixed(1).padStart(7)} ms   ${saved!.toFixed(1).padStart(8)} ms   ${a.toFixed(1).padStart(20)} ms   ${(a / plain!).toFixed(2).padStart(10)}x   ${(a / saved!).toFixed(2).padStart(16)}x`);
+        console.log(
+          `${h.label.padEnd(14)} ${String(members).padStart(7)}   ${plain!.toFixed(1).padStart(7)} ms   ${saved!.toFixed(1).padStart(8)} ms   ${a.toFixed(1).padStart(20)} ms   ${(a / plain!).toFixed(2).padStart(10)}x   ${(a / saved!).toFixed(2).padStart(16)}x`,
+        );
         for (const f of floors) await supervisor.stop(f.inst);
         await apiRequest(agent, 'DELETE', `/1.0/loadbalancer/${lbId}/haproxy`, { connection });
       }

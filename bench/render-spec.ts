@@ -5,8 +5,7 @@ import type { LoadBalancerSpec } from '../agent/model/spec/types.js';
 import { validateSpec } from '../agent/model/spec/validate.js';
 
 export function benchSpec(listeners = 50, membersPerPool = 100): LoadBalancerSpec {
-  const uuid = (kind: number, i: number, j = 0) =>
-    `${kind.toString(16).padStart(8, '0')}-0000-4000-8000-${(i * 1000 + j).toString(16).padStart(12, '0')}`;
+  const uuid = (kind: number, i: number, j = 0) => `${kind.toString(16).padStart(8, '0')}-0000-4000-8000-${(i * 1000 + j).toString(16).padStart(12, '0')}`;
   return validateSpec({
     id: uuid(1, 0),
     project_id: 'bench',

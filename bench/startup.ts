@@ -19,7 +19,11 @@ import { agentArgv, benchPki, configText, ensurePythonAgent, getInfo, processTre
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const TIMEOUT_MS = 120_000;
 
-interface Start { wallMs: number; cpuMs: number; rssKb: number }
+interface Start {
+  wallMs: number;
+  cpuMs: number;
+  rssKb: number;
+}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -31,7 +35,10 @@ async function coldStart(argv: readonly string[], conf: string, port: number, tl
   try {
     for (;;) {
       if (proc.exitCode !== null) throw new Error(`${argv.join(' ')} exited with ${proc.exitCode} before answering`);
-      const ok = await getInfo(port, tls).then(() => true, () => false);
+      const ok = await getInfo(port, tls).then(
+        () => true,
+        () => false,
+      );
       if (ok) {
         const wallMs = performance.now() - started;
         return { wallMs, ...treeResources(proc.pid!) };
@@ -44,8 +51,15 @@ async function coldStart(argv: readonly string[], conf: string, port: number, tl
     const exited = new Promise((r) => (proc.exitCode !== null ? r(null) : proc.once('exit', r)));
     try {
       process.kill(-proc.pid!, 'SIGKILL');
-    } catch { /* already gone */ }
-    for (const p of tree) try { process.kill(p, 'SIGKILL'); } catch { /* gone */ }
+    } catch {
+      /* already gone */
+    }
+    for (const p of tree)
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     await exited;
   }
 }
@@ -75,10 +89,14 @@ console.log(`bench/startup: spawn to the first 200 on GET /1.0/info (mutual TLS)
 console.log('agent                                 start ms   CPU ms   RSS MiB   (min-max start ms)');
 for (const a of agents) {
   const wall = a.runs.map((r) => r.wallMs);
-  console.log(`${a.name.padEnd(36)} ${median(wall).toFixed(0).padStart(8)} ${median(a.runs.map((r) => r.cpuMs)).toFixed(0).padStart(8)}` +
-    ` ${(median(a.runs.map((r) => r.rssKb)) / 1024).toFixed(1).padStart(9)}   (${Math.min(...wall).toFixed(0)}-${Math.max(...wall).toFixed(0)})`);
+  console.log(
+    `${a.name.padEnd(36)} ${median(wall).toFixed(0).padStart(8)} ${median(a.runs.map((r) => r.cpuMs))
+      .toFixed(0)
+      .padStart(8)}` +
+      ` ${(median(a.runs.map((r) => r.rssKb)) / 1024).toFixed(1).padStart(9)}   (${Math.min(...wall).toFixed(0)}-${Math.max(...wall).toFixed(0)})`,
+  );
 }
-const [ts, py] = agents as [typeof agents[0], typeof agents[0]];
+const [ts, py] = agents as [(typeof agents)[0], (typeof agents)[0]];
 const ratio = median(ts.runs.map((r) => r.wallMs)) / median(py.runs.map((r) => r.wallMs));
 const cpuRatio = median(ts.runs.map((r) => r.cpuMs)) / median(py.runs.map((r) => r.cpuMs));
 console.log(`ratio: ${ratio.toFixed(2)}x Octavia's start time, ${cpuRatio.toFixed(2)}x its CPU time (target: <= 0.5x)`);
@@ -92,6 +110,16 @@ console.log(JSON.stringify({ cpuMs: (c.user + c.system) / 1000, rssKb: (process.
 console.log('\nimport cost of each dependency (fresh node, median of 3):');
 const serveModules = join(REPO, 'dist', 'agent', 'cli', 'serve.js');
 for (const [label, dep] of [...deps.map((d) => [d, d]), ['(serve, all)', serveModules]] as [string, string][]) {
-  const runs = [0, 1, 2].map(() => JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', probe(dep)], { cwd: REPO, encoding: 'utf8' })) as { cpuMs: number; rssKb: number });
-  console.log(`  ${label.padEnd(14)} ${median(runs.map((r) => r.cpuMs)).toFixed(0).padStart(5)} ms CPU ${(median(runs.map((r) => r.rssKb)) / 1024).toFixed(1).padStart(6)} MiB`);
+  const runs = [0, 1, 2].map(
+    () =>
+      JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', probe(dep)], { cwd: REPO, encoding: 'utf8' })) as {
+        cpuMs: number;
+        rssKb: number;
+      },
+  );
+  console.log(
+    `  ${label.padEnd(14)} ${median(runs.map((r) => r.cpuMs))
+      .toFixed(0)
+      .padStart(5)} ms CPU ${(median(runs.map((r) => r.rssKb)) / 1024).toFixed(1).padStart(6)} MiB`,
+  );
 }

@@ -27,9 +27,15 @@ const MAIN = fileURLToPath(new URL('../agent/main.js', import.meta.url));
 const OCTAVIA_CHECK = '/usr/bin/haproxy-vrrp-check';
 
 // Octavia's check_script.sh (keepalived_check_script.conf.j2), as the agent writes it too.
-const checkScript = (dir: string) => `#!/bin/bash\nshopt -s nullglob\nstatus=0\nfor file in ${dir}/*\ndo\n  bash $file\n  status=$(( $status + $? ))\ndone\nexit $status\n`;
+const checkScript = (dir: string) =>
+  `#!/bin/bash\nshopt -s nullglob\nstatus=0\nfor file in ${dir}/*\ndo\n  bash $file\n  status=$(( $status + $? ))\ndone\nexit $status\n`;
 
-interface Cost { cpuMs: number; rssMb: number; wallMs: number; exit: number }
+interface Cost {
+  cpuMs: number;
+  rssMb: number;
+  wallMs: number;
+  exit: number;
+}
 
 /** ROUNDS runs of the check in a row under one GNU time: per-run CPU and wall time, the largest peak RSS. */
 function measure(script: string): Cost {
@@ -47,22 +53,40 @@ const engine = testEngine(HAPROXIES[0]!, dir, net.netns);
 const lbIds = Array.from({ length: LBS }, () => randomUUID());
 try {
   for (const [i, lbId] of lbIds.entries()) {
-    await applyConfig(engine, lbId, 'amp', octaviaStyleConfig({
-      lbId, baseDir: dir, bind: `${net.nsIp}:${8080 + i}`, monitor: null, connectionLimit: 1000,
-      members: [{ id: randomUUID(), address: '127.0.0.1:9' }],
-    }));
+    await applyConfig(
+      engine,
+      lbId,
+      'amp',
+      octaviaStyleConfig({
+        lbId,
+        baseDir: dir,
+        bind: `${net.nsIp}:${8080 + i}`,
+        monitor: null,
+        connectionLimit: 1000,
+        members: [{ id: randomUUID(), address: '127.0.0.1:9' }],
+      }),
+    );
   }
   const sockets = lbIds.map((lb) => statsSocket(dir, lb));
   const variants: [string, (checks: string) => Promise<void>][] = [
-    ['amphora-agent (sh + socat)', async (checks) => {
-      await updateHaproxyCheckScript(join(checks, '..', '..'), sockets, false);
-    }],
-    ['Octavia 11 haproxy-vrrp-check', async (checks) => {
-      writeFileSync(join(checks, 'haproxy_check_script.sh'), `haproxy-vrrp-check ${sockets.join(' ')}; exit $?`);
-    }],
-    ['amphora-agent before (node)', async (checks) => {
-      writeFileSync(join(checks, 'haproxy_check_script.sh'), `${process.execPath} ${MAIN} haproxy-vrrp-check ${sockets.join(' ')}; exit $?\n`);
-    }],
+    [
+      'amphora-agent (sh + socat)',
+      async (checks) => {
+        await updateHaproxyCheckScript(join(checks, '..', '..'), sockets, false);
+      },
+    ],
+    [
+      'Octavia 11 haproxy-vrrp-check',
+      async (checks) => {
+        writeFileSync(join(checks, 'haproxy_check_script.sh'), `haproxy-vrrp-check ${sockets.join(' ')}; exit $?`);
+      },
+    ],
+    [
+      'amphora-agent before (node)',
+      async (checks) => {
+        writeFileSync(join(checks, 'haproxy_check_script.sh'), `${process.execPath} ${MAIN} haproxy-vrrp-check ${sockets.join(' ')}; exit $?\n`);
+      },
+    ],
   ];
   execFileSync('test', ['-x', OCTAVIA_CHECK]);
   const results: { name: string; cost: Cost }[] = [];
@@ -83,9 +107,13 @@ try {
   }
   const [ours, octavia, before] = results.map((r) => r.cost) as [Cost, Cost, Cost];
   const ratio = (a: number, b: number) => (a / b).toFixed(1);
-  console.log(`ratios: Octavia / agent CPU ${ratio(octavia.cpuMs, ours.cpuMs)}x, RSS ${(octavia.rssMb / ours.rssMb).toFixed(1)}x; ` +
-    `agent before / now CPU ${ratio(before.cpuMs, ours.cpuMs)}x, RSS ${(before.rssMb / ours.rssMb).toFixed(1)}x`);
-  console.log(`per hour at a 5 s interval: agent ${(ours.cpuMs * 720 / 1000).toFixed(1)} s CPU, Octavia ${(octavia.cpuMs * 720 / 1000).toFixed(1)} s, agent before ${(before.cpuMs * 720 / 1000).toFixed(1)} s`);
+  console.log(
+    `ratios: Octavia / agent CPU ${ratio(octavia.cpuMs, ours.cpuMs)}x, RSS ${(octavia.rssMb / ours.rssMb).toFixed(1)}x; ` +
+      `agent before / now CPU ${ratio(before.cpuMs, ours.cpuMs)}x, RSS ${(before.rssMb / ours.rssMb).toFixed(1)}x`,
+  );
+  console.log(
+    `per hour at a 5 s interval: agent ${((ours.cpuMs * 720) / 1000).toFixed(1)} s CPU, Octavia ${((octavia.cpuMs * 720) / 1000).toFixed(1)} s, agent before ${((before.cpuMs * 720) / 1000).toFixed(1)} s`,
+  );
 } finally {
   for (const lb of lbIds) await engine.stop(lb).catch(() => undefined);
   net.destroy();

@@ -18,12 +18,24 @@ const api = box.plane.apiUrl;
 const inBox = `ip netns exec ${box.box.netns}`;
 const create = JSON.stringify({
   loadbalancer: {
-    name: 'demo', project_id: PROJECT_ID, vip_subnet_id: TENANT_SUBNET_ID,
-    listeners: [{ name: 'demo-http', protocol: 'HTTP', protocol_port: 80, default_pool: {
-      // A fully populated create needs every pool named.
-      name: 'demo-pool', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', healthmonitor: { type: 'HTTP', delay: 2, timeout: 1, max_retries: 2, url_path: '/healthz' },
-      members: members.map((m) => ({ address: m.member.ip, protocol_port: MEMBER_PORT })),
-    } }],
+    name: 'demo',
+    project_id: PROJECT_ID,
+    vip_subnet_id: TENANT_SUBNET_ID,
+    listeners: [
+      {
+        name: 'demo-http',
+        protocol: 'HTTP',
+        protocol_port: 80,
+        default_pool: {
+          // A fully populated create needs every pool named.
+          name: 'demo-pool',
+          protocol: 'HTTP',
+          lb_algorithm: 'ROUND_ROBIN',
+          healthmonitor: { type: 'HTTP', delay: 2, timeout: 1, max_retries: 2, url_path: '/healthz' },
+          members: members.map((m) => ({ address: m.member.ip, protocol_port: MEMBER_PORT })),
+        },
+      },
+    ],
   },
 });
 console.log(`

@@ -61,7 +61,10 @@ function runFile(file: string, buffered: boolean): Promise<FileResult> {
       child.kill('SIGKILL');
     }, FILE_LIMIT_MS);
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d; print(process.stdout, d); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d;
+      print(process.stdout, d);
+    });
     child.stderr.on('data', (d: Buffer) => print(process.stderr, d));
     child.on('close', (code) => {
       clearTimeout(limit);

@@ -14,8 +14,12 @@ import { isObjectId } from './params.js';
 export function reservedIds(config: AgentConfig): Set<string> {
   const { basePath, baseCertDir } = config.haproxyAmphora;
   const kept = [
-    vrrpInstance(basePath).config, lvsInstance(basePath, 'any').config, vipFirewallFile(basePath),
-    config.amphoraAgent.userGroupFile, baseCertDir, basePath,
+    vrrpInstance(basePath).config,
+    lvsInstance(basePath, 'any').config,
+    vipFirewallFile(basePath),
+    config.amphoraAgent.userGroupFile,
+    baseCertDir,
+    basePath,
   ];
   const names = new Set<string>();
   for (const base of [basePath, baseCertDir]) {

@@ -23,7 +23,10 @@ export class Routes {
   private readonly paths = new Map<string, RegisteredPath>();
 
   /** `refuse` answers a known path with a method no route takes: the API's 405. */
-  constructor(readonly router: Router, private readonly refuse: RequestHandler) {}
+  constructor(
+    readonly router: Router,
+    private readonly refuse: RequestHandler,
+  ) {}
 
   private add(method: Method, path: string, handlers: RequestHandler[]): this {
     const registered = this.paths.get(path) ?? this.register(path);

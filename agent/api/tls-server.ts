@@ -55,15 +55,18 @@ export interface MtlsServer {
 }
 
 export async function createMtlsServer(files: TlsFiles, handler: RequestListener): Promise<MtlsServer> {
-  const server = https.createServer({
-    ...(await contextOptions(files)),
-    requestCert: true,
-    rejectUnauthorized: true,
-    handshakeTimeout: API_LIMITS.handshakeTimeoutMs,
-    headersTimeout: API_LIMITS.headersTimeoutMs,
-    keepAliveTimeout: API_LIMITS.keepAliveTimeoutMs,
-    connectionsCheckingInterval: API_LIMITS.checkIntervalMs,
-  }, handler);
+  const server = https.createServer(
+    {
+      ...(await contextOptions(files)),
+      requestCert: true,
+      rejectUnauthorized: true,
+      handshakeTimeout: API_LIMITS.handshakeTimeoutMs,
+      headersTimeout: API_LIMITS.headersTimeoutMs,
+      keepAliveTimeout: API_LIMITS.keepAliveTimeoutMs,
+      connectionsCheckingInterval: API_LIMITS.checkIntervalMs,
+    },
+    handler,
+  );
   server.maxConnections = API_LIMITS.maxConnections;
   server.maxHeadersCount = API_LIMITS.maxHeadersCount;
   // node's HTTP timeouts start with a request's first byte: a connection

@@ -90,7 +90,8 @@ async function settingsFor(opts: Options): Promise<{ settings: RenderSettings; h
   if (opts.configFile === null) return { settings: DEFAULT_RENDER_SETTINGS, haproxyCmd: opts.haproxy ?? ['haproxy'], onAmphora: false };
   const config = (await ConfigStore.load(opts.configFile)).current;
   return {
-    settings: config.render, haproxyCmd: opts.haproxy ?? [config.haproxyAmphora.haproxyCmd],
+    settings: config.render,
+    haproxyCmd: opts.haproxy ?? [config.haproxyAmphora.haproxyCmd],
     onAmphora: config.haproxyAmphora.tuneFromAmphoraDetails,
   };
 }
@@ -122,8 +123,15 @@ export interface Verdict {
  * (`-c`) and keepalived (`-t`) judge the result. keepalived judges inside a
  * scratch namespace named as configured, as it would on an amphora.
  */
-export async function checkSpec(spec: LoadBalancerSpec, settings: RenderSettings, target: RenderTarget,
-  haproxyCmd: string[], certSource: string, workRoot = tmpdir(), keepalivedCmd = ['keepalived']): Promise<Verdict[]> {
+export async function checkSpec(
+  spec: LoadBalancerSpec,
+  settings: RenderSettings,
+  target: RenderTarget,
+  haproxyCmd: string[],
+  certSource: string,
+  workRoot = tmpdir(),
+  keepalivedCmd = ['keepalived'],
+): Promise<Verdict[]> {
   const work = await mkdtemp(join(workRoot, 'amphora-check-'));
   try {
     const scratch: RenderSettings = { ...settings, basePath: work, baseCertDir: join(work, 'certs') };
@@ -176,5 +184,10 @@ async function copyCertificates(spec: LoadBalancerSpec, from: string, to: string
 
 function indent(text: string): string {
   const t = text.trim();
-  return t === '' ? '' : `${t.split('\n').map((l) => `  ${l}`).join('\n')}\n`;
+  return t === ''
+    ? ''
+    : `${t
+        .split('\n')
+        .map((l) => `  ${l}`)
+        .join('\n')}\n`;
 }

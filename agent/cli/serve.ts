@@ -53,7 +53,8 @@ export async function serve(args: string[]): Promise<void> {
   const log = rootLogger;
   if (config.debug) log.level = 'debug';
   const vipsNotLocal = dev ? devVipsUnusable() : null;
-  if (vipsNotLocal) log.warn(`development VIPs (${DEV_VIP_NETWORK}) cannot be made local on loopback (${vipsNotLocal}): haproxy cannot bind them; run the agent as root`);
+  if (vipsNotLocal)
+    log.warn(`development VIPs (${DEV_VIP_NETWORK}) cannot be made local on loopback (${vipsNotLocal}): haproxy cannot bind them; run the agent as root`);
   await ensureDir(config.haproxyAmphora.basePath, 0o755);
   // As Octavia's agent: lo.json, so `interface up all` at boot configures loopback too.
   await writeInterfaceFile(networkSettings(config), loopbackInterfaceFile());
@@ -77,16 +78,27 @@ export async function serve(args: string[]): Promise<void> {
     if (caughtUp.length > 0) log.warn({ caughtUp }, 'configs of member changes written again from the spec');
   })();
   let isReady = false;
-  ready.then(() => { isReady = true; }, () => {});
+  ready.then(
+    () => {
+      isReady = true;
+    },
+    () => {},
+  );
   const handler: RequestListener = (req, res) => {
     if (isReady || (req.method === 'GET' && EARLY_PATHS.has(req.url ?? ''))) return void app(req, res);
-    ready.then(() => app(req, res), () => res.destroy());
+    ready.then(
+      () => app(req, res),
+      () => res.destroy(),
+    );
   };
-  const { server, reloadCertificate } = await createMtlsServer({
-    serverPem: config.amphoraAgent.agentServerCert,
-    clientCa: config.amphoraAgent.agentServerCa,
-    minVersion: config.amphoraAgent.agentTlsProtocol,
-  }, handler);
+  const { server, reloadCertificate } = await createMtlsServer(
+    {
+      serverPem: config.amphoraAgent.agentServerCert,
+      clientCa: config.amphoraAgent.agentServerCa,
+      minVersion: config.amphoraAgent.agentTlsProtocol,
+    },
+    handler,
+  );
   reloadServerCertificate = reloadCertificate;
   server.requestTimeout = config.amphoraAgent.agentRequestReadTimeout * 1000;
   const host = config.haproxyAmphora.bindHost;
@@ -110,17 +122,22 @@ export async function serve(args: string[]): Promise<void> {
   repeatAfter(1000, () => engine.members.sweepRetired());
   // The heartbeat runs in this process: building it takes milliseconds and
   // happens once per heartbeat_interval, so it does not hold up the API.
-  new HeartbeatSender({ config: store, log: log.child({ module: 'heartbeat' }), loadBalancerIds: () => engine.loadBalancerIds(), stats: (lbId) => engine.stats(lbId) }).start();
+  new HeartbeatSender({
+    config: store,
+    log: log.child({ module: 'heartbeat' }),
+    loadBalancerIds: () => engine.loadBalancerIds(),
+    stats: (lbId) => engine.stats(lbId),
+  }).start();
   const shown = host.includes(':') ? `[${host}]` : host;
   // Once every request is served: the line tests and operators wait for.
   log.info({ address: `${shown}:${port}` }, 'amphora agent API listening (mutual TLS)');
   if (dev) {
     process.stdout.write(
       `\nAmphora agent (development configuration ${dev.configFile}) on https://${shown}:${port}\n` +
-      `Try:\n  curl --cacert ${dev.caFile} --cert ${dev.clientCert} --key ${dev.clientKey} https://${shown}:${port}/1.0/info\n` +
-      (vipsNotLocal
-        ? `Load balancers: VIPs in ${DEV_VIP_NETWORK} cannot bind (${vipsNotLocal}); start the agent with sudo.\n\n`
-        : `Load balancers: VIPs in ${DEV_VIP_NETWORK} are made local on loopback when haproxy binds them; members may listen on 127.0.0.1 (see examples/).\n\n`),
+        `Try:\n  curl --cacert ${dev.caFile} --cert ${dev.clientCert} --key ${dev.clientKey} https://${shown}:${port}/1.0/info\n` +
+        (vipsNotLocal
+          ? `Load balancers: VIPs in ${DEV_VIP_NETWORK} cannot bind (${vipsNotLocal}); start the agent with sudo.\n\n`
+          : `Load balancers: VIPs in ${DEV_VIP_NETWORK} are made local on loopback when haproxy binds them; members may listen on 127.0.0.1 (see examples/).\n\n`),
     );
   }
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {

@@ -7,11 +7,22 @@ function answers(socket: string): Promise<boolean> {
   return new Promise((resolve) => {
     let got = '';
     const s = createConnection(socket);
-    const timer = setTimeout(() => { s.destroy(); resolve(false); }, 5000);
+    const timer = setTimeout(() => {
+      s.destroy();
+      resolve(false);
+    }, 5000);
     s.on('connect', () => s.end('show stat -1 -1 -1\n'));
-    s.on('data', (d) => { got += d; });
-    s.on('error', () => { clearTimeout(timer); resolve(false); });
-    s.on('close', () => { clearTimeout(timer); resolve(got.trim().length > 0); });
+    s.on('data', (d) => {
+      got += d;
+    });
+    s.on('error', () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+    s.on('close', () => {
+      clearTimeout(timer);
+      resolve(got.trim().length > 0);
+    });
   });
 }
 

@@ -154,9 +154,8 @@ export function parseAgentConfig(text: string): AgentConfig {
   // Octavia reads the log facilities from [amphora_agent], but its controller's
   // amphora-agent.conf template writes them under [haproxy_amphora], where
   // Octavia's own agent never sees them. Both are honoured, [amphora_agent] first.
-  const facility = (key: string, def: number) => (aa?.[key] !== undefined
-    ? int(aa, 'amphora_agent', key, def, 0, 7)
-    : int(ha, 'haproxy_amphora', key, def, 0, 7));
+  const facility = (key: string, def: number) =>
+    aa?.[key] !== undefined ? int(aa, 'amphora_agent', key, def, 0, 7) : int(ha, 'haproxy_amphora', key, def, 0, 7);
   const administrativeLogFacility = facility('administrative_log_facility', 1);
   const userLogFacility = facility('user_log_facility', 0);
   return {
@@ -169,7 +168,10 @@ export function parseAgentConfig(text: string): AgentConfig {
       tuneFromAmphoraDetails: bool(ha, 'haproxy_amphora', 'tune_from_amphora_details', true),
     },
     healthManager: {
-      controllerIpPortList: str(hm, 'controller_ip_port_list', '').split(',').map((s) => s.trim()).filter(Boolean),
+      controllerIpPortList: str(hm, 'controller_ip_port_list', '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
       heartbeatInterval: int(hm, 'health_manager', 'heartbeat_interval', 10, 1, 86400),
       heartbeatKey: optional(hm, 'heartbeat_key'),
     },

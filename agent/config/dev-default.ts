@@ -57,17 +57,55 @@ export async function ensureDevSetup(dirArg: string): Promise<DevSetup> {
   };
   if (!(await exists(join(certs, 'server.pem')))) {
     const days = '3650';
-    await openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', 'ca.key', '-out', 'ca.pem', '-days', days, '-subj', '/CN=amphora-agent development CA'], certs);
+    await openssl(
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        'ca.key',
+        '-out',
+        'ca.pem',
+        '-days',
+        days,
+        '-subj',
+        '/CN=amphora-agent development CA',
+      ],
+      certs,
+    );
     for (const [name, subject, ext] of [
       ['server', '/CN=localhost', 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth'],
       ['client', '/CN=octavia-controller', 'extendedKeyUsage=clientAuth'],
     ] as const) {
       await writeFileAtomic(join(certs, `${name}.ext`), `${ext}\n`, 0o600);
-      await openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-        '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject], certs);
-      await openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial',
-        '-days', days, '-extfile', `${name}.ext`, '-out', `${name}.crt`], certs);
+      await openssl(
+        ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject],
+        certs,
+      );
+      await openssl(
+        [
+          'x509',
+          '-req',
+          '-in',
+          `${name}.csr`,
+          '-CA',
+          'ca.pem',
+          '-CAkey',
+          'ca.key',
+          '-CAcreateserial',
+          '-days',
+          days,
+          '-extfile',
+          `${name}.ext`,
+          '-out',
+          `${name}.crt`,
+        ],
+        certs,
+      );
     }
     // Octavia's server.pem holds the certificate followed by its key.
     const serverPem = (await readFile(join(certs, 'server.crt'), 'utf8')) + (await readFile(join(certs, 'server.key'), 'utf8'));
@@ -76,42 +114,46 @@ export async function ensureDevSetup(dirArg: string): Promise<DevSetup> {
     await giveToSudoUser([dir, certs], [setup.caFile, setup.clientCert, setup.clientKey]);
   }
   if (!(await exists(setup.configFile))) {
-    await writeFileAtomic(setup.configFile, [
-      HEADER,
-      '[DEFAULT]',
-      'debug = False',
-      '',
-      '[haproxy_amphora]',
-      `base_path = ${join(dir, 'lib')}`,
-      `base_cert_dir = ${join(dir, 'lib', 'certs')}`,
-      'bind_host = 127.0.0.1',
-      `bind_port = ${devPort()}`,
-      'haproxy_cmd = haproxy',
-      // A workstation's memory is not an amphora's: sized from it, a TLS
-      // listener's session cache would take gigabytes.
-      'tune_from_amphora_details = false',
-      DEV_CONNECTION_LIMIT,
-      '',
-      '[health_manager]',
-      'controller_ip_port_list =',
-      'heartbeat_interval = 10',
-      '',
-      '[amphora_agent]',
-      `agent_server_ca = ${setup.caFile}`,
-      `agent_server_cert = ${join(certs, 'server.pem')}`,
-      `agent_server_network_dir = ${join(dir, 'interfaces')}`,
-      'amphora_id = development-amphora',
-      'process_manager = direct',
-      // haproxy runs beside the agent, where the development VIPs are local
-      // (DEV_VIP_NETWORK) and members on this host's loopback are reachable.
-      'network_namespace =',
-      `systemd_unit_dir = ${join(dir, 'units')}`,
-      '',
-      '[controller_worker]',
-      'loadbalancer_topology = SINGLE',
-      '',
-      // Readable: it holds paths and ports, and examples/lb reads it without root.
-    ].join('\n'), 0o644);
+    await writeFileAtomic(
+      setup.configFile,
+      [
+        HEADER,
+        '[DEFAULT]',
+        'debug = False',
+        '',
+        '[haproxy_amphora]',
+        `base_path = ${join(dir, 'lib')}`,
+        `base_cert_dir = ${join(dir, 'lib', 'certs')}`,
+        'bind_host = 127.0.0.1',
+        `bind_port = ${devPort()}`,
+        'haproxy_cmd = haproxy',
+        // A workstation's memory is not an amphora's: sized from it, a TLS
+        // listener's session cache would take gigabytes.
+        'tune_from_amphora_details = false',
+        DEV_CONNECTION_LIMIT,
+        '',
+        '[health_manager]',
+        'controller_ip_port_list =',
+        'heartbeat_interval = 10',
+        '',
+        '[amphora_agent]',
+        `agent_server_ca = ${setup.caFile}`,
+        `agent_server_cert = ${join(certs, 'server.pem')}`,
+        `agent_server_network_dir = ${join(dir, 'interfaces')}`,
+        'amphora_id = development-amphora',
+        'process_manager = direct',
+        // haproxy runs beside the agent, where the development VIPs are local
+        // (DEV_VIP_NETWORK) and members on this host's loopback are reachable.
+        'network_namespace =',
+        `systemd_unit_dir = ${join(dir, 'units')}`,
+        '',
+        '[controller_worker]',
+        'loadbalancer_topology = SINGLE',
+        '',
+        // Readable: it holds paths and ports, and examples/lb reads it without root.
+      ].join('\n'),
+      0o644,
+    );
   } else {
     // Written by an earlier version: haproxy ran in an empty namespace, where
     // no VIP could bind and no member was reachable, and a spec without a

@@ -34,12 +34,12 @@ const taken = (section: string, key: string, why: string): OptionClass => ({ sec
 /** Every option agent-config.ts reads (test/unit/config-protected.test.ts checks that none is missing). */
 export const OPTION_CLASSES: readonly OptionClass[] = [
   taken('DEFAULT', 'debug', 'log verbosity'),
-  kept('haproxy_amphora', 'base_path', 'every load balancer\'s files are written under it', (c) => c.haproxyAmphora.basePath),
+  kept('haproxy_amphora', 'base_path', "every load balancer's files are written under it", (c) => c.haproxyAmphora.basePath),
   kept('haproxy_amphora', 'base_cert_dir', 'certificates and keys are written and read under it', (c) => c.haproxyAmphora.baseCertDir),
   taken('haproxy_amphora', 'bind_host', 'the management address the API listens on (read at start)'),
   taken('haproxy_amphora', 'bind_port', 'the API port (read at start)'),
   kept('haproxy_amphora', 'haproxy_cmd', 'the program run as root', (c) => c.haproxyAmphora.haproxyCmd),
-  taken('haproxy_amphora', 'tune_from_amphora_details', 'sizing of the 2.0 renderer\'s configs'),
+  taken('haproxy_amphora', 'tune_from_amphora_details', "sizing of the 2.0 renderer's configs"),
   taken('haproxy_amphora', 'user_log_facility', 'a syslog facility number 0-7'),
   taken('haproxy_amphora', 'administrative_log_facility', 'a syslog facility number 0-7'),
   taken('haproxy_amphora', 'connection_logging', '2.0 renderer setting'),
@@ -54,15 +54,15 @@ export const OPTION_CLASSES: readonly OptionClass[] = [
   taken('health_manager', 'heartbeat_interval', 'heartbeat timing'),
   taken('health_manager', 'heartbeat_key', 'the heartbeat HMAC key the controller rotates'),
   kept('amphora_agent', 'agent_server_ca', 'the CA the API trusts for clients', (c) => c.amphoraAgent.agentServerCa),
-  kept('amphora_agent', 'agent_server_cert', 'the API\'s key; PUT /1.0/certificate writes it', (c) => c.amphoraAgent.agentServerCert),
+  kept('amphora_agent', 'agent_server_cert', "the API's key; PUT /1.0/certificate writes it", (c) => c.amphoraAgent.agentServerCert),
   kept('amphora_agent', 'agent_server_network_dir', 'interface files are written there and run by `interface up`', (c) => c.amphoraAgent.agentServerNetworkDir),
   taken('amphora_agent', 'agent_request_read_timeout', 'API timing'),
-  taken('amphora_agent', 'agent_tls_protocol', 'the API\'s minimum TLS version, TLSv1.2 or TLSv1.3 only'),
+  taken('amphora_agent', 'agent_tls_protocol', "the API's minimum TLS version, TLSv1.2 or TLSv1.3 only"),
   taken('amphora_agent', 'amphora_id', 'the id heartbeats carry, not used in paths'),
   taken('amphora_agent', 'user_log_facility', 'a syslog facility number 0-7'),
   taken('amphora_agent', 'administrative_log_facility', 'a syslog facility number 0-7'),
   kept('amphora_agent', 'process_manager', 'which program runs haproxy and keepalived (systemctl or the agent)', (c) => c.amphoraAgent.processManager),
-  kept('amphora_agent', 'network_namespace', 'where tenants\' haproxy and keepalived run and NICs are plugged', (c) => c.amphoraAgent.networkNamespace),
+  kept('amphora_agent', 'network_namespace', "where tenants' haproxy and keepalived run and NICs are plugged", (c) => c.amphoraAgent.networkNamespace),
   kept('amphora_agent', 'user_group_file', 'a file haproxy reads, written by the agent', (c) => c.amphoraAgent.userGroupFile),
   kept('amphora_agent', 'systemd_unit_dir', 'units are written there and run by systemd as root', (c) => c.amphoraAgent.systemdUnitDir),
   taken('amphora_agent', 'protect_new_members', 'member handling'),
@@ -70,8 +70,8 @@ export const OPTION_CLASSES: readonly OptionClass[] = [
   taken('amphora_agent', 'member_config_write_delay_ms', 'member handling'),
   taken('amphora_agent', 'runtime_member_changes', 'member handling'),
   kept('amphora_agent', 'config_policy', 'the config policy switch', (c) => c.amphoraAgent.configPolicy),
-  kept('amphora_agent', 'config_policy_extension', 'the config policy\'s allow-list additions', (c) => c.amphoraAgent.configPolicyExtension),
-  taken('controller_worker', 'loadbalancer_topology', 'SINGLE or ACTIVE_STANDBY, the controller\'s to decide'),
+  kept('amphora_agent', 'config_policy_extension', "the config policy's allow-list additions", (c) => c.amphoraAgent.configPolicyExtension),
+  taken('controller_worker', 'loadbalancer_topology', "SINGLE or ACTIVE_STANDBY, the controller's to decide"),
 ];
 
 /** [amphora_agent] options named so (the policy switch and its extensions, present and future) are all kept. */
@@ -87,8 +87,9 @@ function section(doc: Section, name: string): Section | undefined {
 /** The kept options of both files: the fixed list, and every config_policy* key either one has. */
 function keptKeys(own: Section, sent: Section): { section: string; key: string; value?: (c: AgentConfig) => unknown }[] {
   const listed = new Set(KEPT.map((o) => `${o.section} ${o.key}`));
-  const policy = [...Object.keys(section(own, 'amphora_agent') ?? {}), ...Object.keys(section(sent, 'amphora_agent') ?? {})]
-    .filter((k) => k.startsWith(POLICY_PREFIX) && !listed.has(`amphora_agent ${k}`));
+  const policy = [...Object.keys(section(own, 'amphora_agent') ?? {}), ...Object.keys(section(sent, 'amphora_agent') ?? {})].filter(
+    (k) => k.startsWith(POLICY_PREFIX) && !listed.has(`amphora_agent ${k}`),
+  );
   return [...KEPT, ...[...new Set(policy)].map((key) => ({ section: 'amphora_agent', key }))];
 }
 

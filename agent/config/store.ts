@@ -17,7 +17,11 @@ export class ConfigStore {
   private listeners: ((config: AgentConfig) => void)[] = [];
 
   /** `text` is the file as stored: the amphora's own values of the kept options come from it. */
-  private constructor(readonly path: string, private text: string, private config: AgentConfig) {}
+  private constructor(
+    readonly path: string,
+    private text: string,
+    private config: AgentConfig,
+  ) {}
 
   static async load(path: string): Promise<ConfigStore> {
     const text = await readFile(path, 'utf8');

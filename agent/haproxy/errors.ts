@@ -20,7 +20,10 @@ export class HaproxyFailedError extends AgentError {
   readonly kind = 'haproxy_failed';
   readonly output: string;
 
-  constructor(readonly action: string, output: string) {
+  constructor(
+    readonly action: string,
+    output: string,
+  ) {
     const summary = essentialOutput(output);
     super(`haproxy ${action} failed: ${summary}`);
     this.output = summary;

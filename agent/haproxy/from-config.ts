@@ -27,9 +27,7 @@ export async function buildSupervisor(config: AgentConfig): Promise<HaproxySuper
   return new DirectSupervisor(command, netns, aa.userGroupFile);
 }
 
-export async function buildEngine(
-  config: AgentConfig, log: Logger, hooks: Pick<EngineOptions, 'beforeBind' | 'onChange'> = {},
-): Promise<HaproxyEngine> {
+export async function buildEngine(config: AgentConfig, log: Logger, hooks: Pick<EngineOptions, 'beforeBind' | 'onChange'> = {}): Promise<HaproxyEngine> {
   return new HaproxyEngine({
     baseDir: config.haproxyAmphora.basePath,
     haproxyCommand: [config.haproxyAmphora.haproxyCmd],

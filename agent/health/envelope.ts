@@ -42,7 +42,11 @@ export interface FittedHeartbeat {
  * OFFLINE) while listeners and pool statuses, which drive failover and the
  * load balancer's status, stay exact. The caller logs what was left out.
  */
-export async function encodeToFit<M extends { pools: Record<string, { members: Record<string, string> }> }>(message: M, key: string | null, limit: number): Promise<FittedHeartbeat> {
+export async function encodeToFit<M extends { pools: Record<string, { members: Record<string, string> }> }>(
+  message: M,
+  key: string | null,
+  limit: number,
+): Promise<FittedHeartbeat> {
   let datagram = await encodeHeartbeat(message, key);
   if (datagram.length <= limit) return { datagram, trimmedPools: [] };
   const pools = structuredClone(message.pools);

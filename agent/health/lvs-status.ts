@@ -75,7 +75,11 @@ export function parseIpVs(text: string): Map<string, IpvsRealServer[]> {
  * `restarting`: the config is newer than the checker's pid file, so members
  * missing from IPVS are still being brought up.
  */
-export function lvsPoolStatus(cfg: LvsConfig, ipvs: Map<string, IpvsRealServer[]>, restarting: boolean): { status: string; members: Record<string, string> } | null {
+export function lvsPoolStatus(
+  cfg: LvsConfig,
+  ipvs: Map<string, IpvsRealServer[]>,
+  restarting: boolean,
+): { status: string; members: Record<string, string> } | null {
   if (!cfg.poolId) return null;
   const real = cfg.vips.flatMap((v) => ipvs.get(v) ?? []);
   const members: Record<string, string> = {};

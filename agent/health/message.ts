@@ -36,8 +36,11 @@ export function buildHeartbeat(amphoraId: string, seq: number, rows: StatRow[], 
     message.listeners[row.pxname] = {
       status: row.status,
       stats: {
-        tx: delta(row.bout, before?.bout), rx: delta(row.bin, before?.bin), conns: row.scur,
-        totconns: delta(row.stot, before?.stot), ereq: delta(row.ereq, before?.ereq),
+        tx: delta(row.bout, before?.bout),
+        rx: delta(row.bin, before?.bin),
+        conns: row.scur,
+        totconns: delta(row.stot, before?.stot),
+        ereq: delta(row.ereq, before?.ereq),
       },
     };
   }

@@ -74,10 +74,14 @@ export class HeartbeatSender {
    * stats socket's timeout (stopped, hung) delay the beat by one timeout, not one each.
    */
   private async collectRows(): Promise<StatRow[]> {
-    const perLb = await Promise.all((await this.deps.loadBalancerIds()).map((lb) => this.deps.stats(lb).catch((err: unknown) => {
-      this.deps.log.debug({ lbId: lb, err: String(err) }, 'no stats from haproxy this beat');
-      return [];
-    })));
+    const perLb = await Promise.all(
+      (await this.deps.loadBalancerIds()).map((lb) =>
+        this.deps.stats(lb).catch((err: unknown) => {
+          this.deps.log.debug({ lbId: lb, err: String(err) }, 'no stats from haproxy this beat');
+          return [];
+        }),
+      ),
+    );
     return perLb.flat();
   }
 
@@ -116,7 +120,14 @@ export class HeartbeatSender {
       addLvsListener(message, id, text);
       if (!ipvs) continue;
       // Members missing from IPVS right after a config change are still coming up.
-      const [cfgTime, checkerTime] = await Promise.all([inst.config, inst.childPidFiles!.check].map((f) => stat(f).then((st) => st.mtimeMs, () => 0)));
+      const [cfgTime, checkerTime] = await Promise.all(
+        [inst.config, inst.childPidFiles!.check].map((f) =>
+          stat(f).then(
+            (st) => st.mtimeMs,
+            () => 0,
+          ),
+        ),
+      );
       const cfg = parseLvsConfig(text);
       const pool = lvsPoolStatus(cfg, ipvs, cfgTime! > checkerTime!);
       // The LVS pool key is the bare pool id (haproxy pools are "<pool>:<listener>").
@@ -137,8 +148,10 @@ export class HeartbeatSender {
       if (destinations.length === 0) return;
       const { datagram, trimmedPools } = await encodeToFit(await this.buildNext(true), hm.heartbeatKey, MAX_DATAGRAM);
       if (trimmedPools.length > 0) {
-        this.deps.log.error({ trimmedPools, bytes: datagram.length },
-          'heartbeat too large for one UDP datagram: member statuses of these pools left out (they show OFFLINE in Octavia)');
+        this.deps.log.error(
+          { trimmedPools, bytes: datagram.length },
+          'heartbeat too large for one UDP datagram: member statuses of these pools left out (they show OFFLINE in Octavia)',
+        );
       }
       if (datagram.length > MAX_DATAGRAM) {
         // Even without member statuses: a truncated datagram would fail the receiver's HMAC check.

@@ -35,8 +35,12 @@ async function networks(netns: string | null): Promise<Record<string, { network_
 
 export async function collectDetails(input: DetailsInput): Promise<Record<string, unknown>> {
   const [stat, mem, load, tuned, fs, nets] = await Promise.all([
-    procFile('/proc/stat'), procFile('/proc/meminfo'), procFile('/proc/loadavg'),
-    procFile('/etc/tuned/active_profile'), statfs('/'), networks(input.netns),
+    procFile('/proc/stat'),
+    procFile('/proc/meminfo'),
+    procFile('/proc/loadavg'),
+    procFile('/etc/tuned/active_profile'),
+    statfs('/'),
+    networks(input.netns),
   ]);
   const cpuFields = (stat.split('\n')[0] ?? '').trim().split(/\s+/).slice(1);
   const m = meminfo(mem);

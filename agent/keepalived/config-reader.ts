@@ -139,7 +139,11 @@ export function readKeepalivedConfig(text: string): KeepalivedReading {
     const opens = code.endsWith('{');
     const body = opens ? code.slice(0, -1).trimEnd() : code;
     if (/[{}]/.test(body)) {
-      unreadable.push({ line, directive: firstWord(code), reason: "a '{' only ends a line and a '}' only stands alone on one (keepalived splits lines at braces)" });
+      unreadable.push({
+        line,
+        directive: firstWord(code),
+        reason: "a '{' only ends a line and a '}' only stands alone on one (keepalived splits lines at braces)",
+      });
       continue;
     }
     const w = words(body);

@@ -26,9 +26,7 @@ const downListFile = (basePath: string) => join(basePath, 'vrrp', 'haproxy.down'
 export function withHaproxyTrack(config: string, basePath: string): string {
   if (config.includes(`vrrp_track_file ${HAPROXY_TRACK}`)) return config;
   if (!/^\s*vrrp_instance\s/m.test(config)) return config;
-  const block = [
-    `vrrp_track_file ${HAPROXY_TRACK} {`, `    file ${haproxyTrackFile(basePath)}`, '    weight 0', '}', '', '',
-  ].join('\n');
+  const block = [`vrrp_track_file ${HAPROXY_TRACK} {`, `    file ${haproxyTrackFile(basePath)}`, '    weight 0', '}', '', ''].join('\n');
   const tracked = config.replace(/^([ \t]*vrrp_instance\s+\S+[ \t]*\{[^\n]*\n)/gm, `$1    track_file {\n        ${HAPROXY_TRACK}\n    }\n`);
   const at = tracked.search(/^[ \t]*vrrp_instance\s/m);
   return tracked.slice(0, at) + block + tracked.slice(at);

@@ -27,7 +27,10 @@ export interface KeepalivedInstance {
 export class KeepalivedFailedError extends AgentError {
   readonly kind = 'keepalived_failed';
 
-  constructor(readonly action: string, readonly output: string) {
+  constructor(
+    readonly action: string,
+    readonly output: string,
+  ) {
     super(`keepalived ${action} failed: ${output}`);
   }
 }
@@ -44,8 +47,11 @@ export interface KeepalivedSettings {
 /** keepalived runs the way haproxy does (systemd units or the agent), in haproxy's namespace. */
 export function keepalivedSettings(config: AgentConfig, processManager: 'direct' | 'systemd'): KeepalivedSettings {
   return {
-    netns: config.amphoraAgent.networkNamespace, logFacility: config.amphoraAgent.administrativeLogFacility,
-    processManager, unitDir: config.amphoraAgent.systemdUnitDir, configPolicy: config.amphoraAgent.configPolicy,
+    netns: config.amphoraAgent.networkNamespace,
+    logFacility: config.amphoraAgent.administrativeLogFacility,
+    processManager,
+    unitDir: config.amphoraAgent.systemdUnitDir,
+    configPolicy: config.amphoraAgent.configPolicy,
   };
 }
 
@@ -58,7 +64,12 @@ export async function keepalivedPid(inst: KeepalivedInstance): Promise<number | 
 
 export function keepalivedArgv(inst: KeepalivedInstance, s: KeepalivedSettings): string[] {
   return [
-    '/usr/sbin/keepalived', `--log-facility=${s.logFacility}`, '-f', inst.runConfig ?? inst.config, '-p', inst.pidFile,
+    '/usr/sbin/keepalived',
+    `--log-facility=${s.logFacility}`,
+    '-f',
+    inst.runConfig ?? inst.config,
+    '-p',
+    inst.pidFile,
     ...(inst.childPidFiles ? ['-r', inst.childPidFiles.vrrp, '-c', inst.childPidFiles.check] : []),
   ];
 }
@@ -73,10 +84,21 @@ export async function installUnit(inst: KeepalivedInstance, s: KeepalivedSetting
   if (s.processManager !== 'systemd') return;
   const path = join(s.unitDir, `${inst.unit}.service`);
   const unit = [
-    '[Unit]', `Description=keepalived ${inst.unit}`, 'After=network.target amphora-netns.service', 'Requires=amphora-netns.service', '',
-    '[Service]', 'Type=forking', 'KillMode=process', `PIDFile=${inst.pidFile}`,
+    '[Unit]',
+    `Description=keepalived ${inst.unit}`,
+    'After=network.target amphora-netns.service',
+    'Requires=amphora-netns.service',
+    '',
+    '[Service]',
+    'Type=forking',
+    'KillMode=process',
+    `PIDFile=${inst.pidFile}`,
     `ExecStart=${s.netns ? `/sbin/ip netns exec ${s.netns} ` : ''}${keepalivedArgv(inst, s).join(' ')}`,
-    'ExecReload=/bin/kill -HUP $MAINPID', '', '[Install]', 'WantedBy=multi-user.target', '',
+    'ExecReload=/bin/kill -HUP $MAINPID',
+    '',
+    '[Install]',
+    'WantedBy=multi-user.target',
+    '',
   ].join('\n');
   if ((await readTextIfExists(path)) === unit) return;
   await writeFileAtomic(path, unit, 0o644);

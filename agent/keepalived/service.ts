@@ -9,9 +9,7 @@ import { checkKeepalivedConfig, OCTAVIA_NAMESPACE, type KeepalivedConfigKind } f
 import { PolicyRefusedError } from '../haproxy/config/policy/types.js';
 import { ensureHaproxyTrack, withHaproxyTrack } from './haproxy-track.js';
 import { ensureDir, exists, readTextIfExists, removeFile, writeFileAtomic } from '../system/files.js';
-import {
-  keepalivedPid, installUnit, startKeepalived, stopKeepalived, type KeepalivedInstance, type KeepalivedSettings,
-} from './process.js';
+import { keepalivedPid, installUnit, startKeepalived, stopKeepalived, type KeepalivedInstance, type KeepalivedSettings } from './process.js';
 
 const LVS_PREFIX = 'octavia-keepalivedlvs-';
 /**
@@ -29,7 +27,9 @@ export const VRRP_CHECK_SCRIPT = join(TEMPLATES_DIR, 'keepalived', 'haproxy-vrrp
 export function vrrpInstance(basePath: string): KeepalivedInstance {
   const dir = join(basePath, 'vrrp');
   return {
-    unit: 'octavia-keepalived', config: join(dir, 'octavia-keepalived.conf'), runConfig: join(dir, 'octavia-keepalived.live.conf'),
+    unit: 'octavia-keepalived',
+    config: join(dir, 'octavia-keepalived.conf'),
+    runConfig: join(dir, 'octavia-keepalived.live.conf'),
     pidFile: join(dir, 'octavia-keepalived.pid'),
     childPidFiles: { vrrp: join(dir, 'octavia-keepalived.vrrp.pid'), check: join(dir, 'octavia-keepalived.check.pid') },
     launchLog: join(dir, 'keepalived.launch.log'),
@@ -39,8 +39,11 @@ export function vrrpInstance(basePath: string): KeepalivedInstance {
 export function lvsInstance(basePath: string, listenerId: string): KeepalivedInstance {
   const base = join(basePath, 'lvs', `${LVS_PREFIX}${listenerId}`);
   return {
-    unit: `${LVS_PREFIX}${listenerId}`, config: `${base}.conf`, pidFile: `${base}.pid`,
-    childPidFiles: { vrrp: `${base}.vrrp.pid`, check: `${base}.check.pid` }, launchLog: `${base}.launch.log`,
+    unit: `${LVS_PREFIX}${listenerId}`,
+    config: `${base}.conf`,
+    pidFile: `${base}.pid`,
+    childPidFiles: { vrrp: `${base}.vrrp.pid`, check: `${base}.check.pid` },
+    launchLog: `${base}.launch.log`,
   };
 }
 
@@ -120,7 +123,10 @@ export async function uploadLvs(basePath: string, s: KeepalivedSettings, listene
 
 export async function lvsListenerIds(basePath: string): Promise<string[]> {
   const names = await readdir(join(basePath, 'lvs')).catch(() => [] as string[]);
-  return names.filter((n) => n.startsWith(LVS_PREFIX) && n.endsWith('.conf')).map((n) => n.slice(LVS_PREFIX.length, -'.conf'.length)).sort();
+  return names
+    .filter((n) => n.startsWith(LVS_PREFIX) && n.endsWith('.conf'))
+    .map((n) => n.slice(LVS_PREFIX.length, -'.conf'.length))
+    .sort();
 }
 
 export async function lvsExists(basePath: string, listenerId: string): Promise<boolean> {

@@ -71,7 +71,11 @@ async function afterHaproxyChange(deps: AnnounceDeps, lbId: string, binds: strin
 async function updateCheckScript(deps: AnnounceDeps, without: string | null): Promise<void> {
   const base = deps.config.current.haproxyAmphora.basePath;
   const lbs = (await deps.engine.loadBalancerIds()).filter((lb) => lb !== without);
-  await updateHaproxyCheckScript(base, lbs.map((lb) => statsSocket(base, lb)), (await lvsListenerIds(base)).length > 0);
+  await updateHaproxyCheckScript(
+    base,
+    lbs.map((lb) => statsSocket(base, lb)),
+    (await lvsListenerIds(base)).length > 0,
+  );
 }
 
 /**

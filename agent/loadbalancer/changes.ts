@@ -8,8 +8,7 @@ type Flat = Map<string, Record<string, unknown>>;
 /** Each object of the spec under "<kind> <id>", with its own fields only (children are objects of their own). */
 function flatten(spec: LoadBalancerSpec): Flat {
   const out: Flat = new Map();
-  const own = (obj: object, children: string[]) =>
-    Object.fromEntries(Object.entries(obj).filter(([k]) => !children.includes(k)));
+  const own = (obj: object, children: string[]) => Object.fromEntries(Object.entries(obj).filter(([k]) => !children.includes(k)));
   out.set('load balancer', own(spec, ['listeners', 'pools']));
   const pool = (p: PoolSpec) => {
     out.set(`pool ${p.id}`, own(p, ['members']));
@@ -57,7 +56,8 @@ export function describeMemberChange(poolId: string, before: MemberSpec | null, 
 function describeObject(k: string, was: Record<string, unknown> | null, v: Record<string, unknown>): string[] {
   if (!was) return [`${k} added`];
   if (sameFields(was, v)) return [];
-  const fields = [...new Set([...Object.keys(was), ...Object.keys(v)])].sort()
+  const fields = [...new Set([...Object.keys(was), ...Object.keys(v)])]
+    .sort()
     .filter((f) => JSON.stringify(was[f]) !== JSON.stringify(v[f]))
     .map((f) => `${f} ${JSON.stringify(was[f]) ?? '(unset)'} -> ${JSON.stringify(v[f]) ?? '(unset)'}`);
   return fields.length > 0 ? [`${k} changed: ${fields.join(', ')}`] : [];

@@ -52,8 +52,9 @@ export async function removeLvsListeners(deps: AnnounceDeps, ids: string[]): Pro
 export async function removeNewLvs(deps: AnnounceDeps, ids: string[]): Promise<void> {
   const settings = keepalivedSettings(deps.config.current, deps.engine.processManager);
   for (const id of ids) {
-    await removeLvs(deps.config.current.haproxyAmphora.basePath, settings, id)
-      .catch((err: Error) => deps.log.warn({ listener: id, err: err.message }, 'cannot remove the LVS listener of a failed apply'));
+    await removeLvs(deps.config.current.haproxyAmphora.basePath, settings, id).catch((err: Error) =>
+      deps.log.warn({ listener: id, err: err.message }, 'cannot remove the LVS listener of a failed apply'),
+    );
   }
 }
 

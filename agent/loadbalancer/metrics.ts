@@ -41,24 +41,35 @@ function instruments(): Instruments {
   return {
     registry,
     reloads: new Counter({
-      name: 'amphora_agent_reloads_total', help: 'haproxy starts and reloads made by applies, by API',
-      labelNames: ['api'], registers: [registry],
+      name: 'amphora_agent_reloads_total',
+      help: 'haproxy starts and reloads made by applies, by API',
+      labelNames: ['api'],
+      registers: [registry],
     }),
     runtimeChanges: new Counter({
-      name: 'amphora_agent_runtime_changes_total', help: 'applies made through the runtime API, without a reload, by API',
-      labelNames: ['api'], registers: [registry],
+      name: 'amphora_agent_runtime_changes_total',
+      help: 'applies made through the runtime API, without a reload, by API',
+      labelNames: ['api'],
+      registers: [registry],
     }),
     failed: new Counter({
-      name: 'amphora_agent_failed_applies_total', help: 'applies that failed (haproxy refused the config or did not load it), by API',
-      labelNames: ['api'], registers: [registry],
+      name: 'amphora_agent_failed_applies_total',
+      help: 'applies that failed (haproxy refused the config or did not load it), by API',
+      labelNames: ['api'],
+      registers: [registry],
     }),
     latency: new Histogram({
-      name: 'amphora_agent_apply_duration_seconds', help: 'Time to apply a spec (2.0) or an uploaded config (1.0 reload), by API and outcome',
-      labelNames: ['api', 'outcome'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry],
+      name: 'amphora_agent_apply_duration_seconds',
+      help: 'Time to apply a spec (2.0) or an uploaded config (1.0 reload), by API and outcome',
+      labelNames: ['api', 'outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
     }),
     restarts: new Counter({
-      name: 'amphora_agent_haproxy_restarts_total', help: 'Restarts of a dead haproxy by the direct supervisor, by load balancer and outcome (started, failed)',
-      labelNames: ['lb_id', 'outcome'], registers: [registry],
+      name: 'amphora_agent_haproxy_restarts_total',
+      help: 'Restarts of a dead haproxy by the direct supervisor, by load balancer and outcome (started, failed)',
+      labelNames: ['lb_id', 'outcome'],
+      registers: [registry],
     }),
     ...supervisionGauges(Gauge, registry),
   };
@@ -67,10 +78,13 @@ function instruments(): Instruments {
 function supervisionGauges(Gauge: typeof import('prom-client').Gauge, registry: Registry) {
   const gauge = (name: string, help: string) => new Gauge({ name, help, labelNames: ['lb_id'], registers: [registry] });
   return {
-    up: gauge('amphora_agent_haproxy_up', '1 when the load balancer\'s haproxy master is alive'),
-    stoppedBySignal: gauge('amphora_agent_haproxy_stopped_by_signal', '1 when haproxy\'s master is stopped (SIGSTOP): alive, but answering nothing'),
+    up: gauge('amphora_agent_haproxy_up', "1 when the load balancer's haproxy master is alive"),
+    stoppedBySignal: gauge('amphora_agent_haproxy_stopped_by_signal', "1 when haproxy's master is stopped (SIGSTOP): alive, but answering nothing"),
     restartsInARow: gauge('amphora_agent_haproxy_restarts_in_a_row', 'Direct supervisor: restarts of a haproxy that died again soon after each one'),
-    restartWait: gauge('amphora_agent_haproxy_restart_wait_seconds', 'Direct supervisor: seconds until a dead haproxy is started again (0: no restart waiting)'),
+    restartWait: gauge(
+      'amphora_agent_haproxy_restart_wait_seconds',
+      'Direct supervisor: seconds until a dead haproxy is started again (0: no restart waiting)',
+    ),
     unitFailed: gauge('amphora_agent_haproxy_unit_failed', 'systemd: 1 when haproxy-<lb>.service is failed (its start limit was hit)'),
     unitRestarts: gauge('amphora_agent_haproxy_unit_restarts', 'systemd: automatic restarts of haproxy-<lb>.service (NRestarts)'),
   };

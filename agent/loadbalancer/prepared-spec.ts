@@ -24,16 +24,16 @@ export interface Prepared {
 }
 
 /** Everything decided before haproxy or keepalived is touched. */
-export async function prepareSpec(
-  config: AgentConfig, target: RenderTarget, spec: LoadBalancerSpec, journaled: JournaledSpec | null,
-): Promise<Prepared> {
+export async function prepareSpec(config: AgentConfig, target: RenderTarget, spec: LoadBalancerSpec, journaled: JournaledSpec | null): Promise<Prepared> {
   const current = journaled?.stored ?? null;
   const rendered = renderLoadBalancer(spec, config.render, target);
   const certificates = await certificateFingerprints(config, spec);
   const lvsBefore = current ? lvsListeners(current.spec) : [];
   const lvsNow = rendered.lvsConfigs.map((c) => c.listenerId);
   return {
-    current, rendered, journaled: (journaled?.changes ?? 0) > 0,
+    current,
+    rendered,
+    journaled: (journaled?.changes ?? 0) > 0,
     next: { spec, etag: specEtag(spec), certificates },
     changes: describeChanges(current?.spec ?? null, spec),
     certificatesChanged: current !== null && JSON.stringify(certificates) !== JSON.stringify(current.certificates),

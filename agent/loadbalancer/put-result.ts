@@ -32,7 +32,8 @@ export interface PutOptions {
 export function plannedReport(plan: Plan, lvs: string[]): Pick<PutResult, 'plan' | 'runtime' | 'reloadReason' | 'lvs'> {
   return {
     ...reportedSteps(plan.kind === 'runtime' ? { steps: plan.steps } : {}, plan.kind === 'reload' ? plan.reason : null, lvs),
-    plan: lvs.length > 0 && plan.kind !== 'reload' ? 'reload' : plan.kind, lvs,
+    plan: lvs.length > 0 && plan.kind !== 'reload' ? 'reload' : plan.kind,
+    lvs,
   };
 }
 

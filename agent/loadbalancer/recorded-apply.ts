@@ -22,7 +22,10 @@ const isFailedApply = (err: unknown) => !(err instanceof AgentError && err.kind 
  * from the caller's view (API 2.0 counts its render too).
  */
 export async function recordedApply<T extends Applied>(
-  deps: RecordedApplyDeps, api: ApplyApi, apply: () => Promise<T>, started = process.hrtime.bigint(),
+  deps: RecordedApplyDeps,
+  api: ApplyApi,
+  apply: () => Promise<T>,
+  started = process.hrtime.bigint(),
 ): Promise<T> {
   let out: T;
   try {

@@ -24,7 +24,14 @@ export interface LoadBalancerStatus {
 const LISTENER: Record<string, string> = { OPEN: 'ONLINE', FULL: 'DEGRADED' };
 const POOL: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR' };
 // A member or pool still being admitted (admission.ts) is OFFLINE: not serving, nothing failed.
-const MEMBER: Record<string, string> = { UP: 'ONLINE', DOWN: 'ERROR', DRAIN: 'DRAINING', MAINT: 'OFFLINE', 'no check': 'NO_MONITOR', [AWAITING_CHECK]: 'OFFLINE' };
+const MEMBER: Record<string, string> = {
+  UP: 'ONLINE',
+  DOWN: 'ERROR',
+  DRAIN: 'DRAINING',
+  MAINT: 'OFFLINE',
+  'no check': 'NO_MONITOR',
+  [AWAITING_CHECK]: 'OFFLINE',
+};
 
 /** haproxy prints transitions ("UP 1/2", "DOWN 1/2"): the first word is the state the heartbeat reports. */
 const settled = (status: string) => (status.startsWith('no check') ? 'no check' : status.split(' ')[0]!);
@@ -42,7 +49,7 @@ export function loadBalancerStatus(spec: LoadBalancerSpec, rows: StatRow[], lvs:
       continue;
     }
     const seen = message.listeners[l.id]?.status;
-    out.listeners.push({ id: l.id, haproxy_status: seen ?? 'absent', operating_status: seen ? LISTENER[seen] ?? 'OFFLINE' : 'OFFLINE' });
+    out.listeners.push({ id: l.id, haproxy_status: seen ?? 'absent', operating_status: seen ? (LISTENER[seen] ?? 'OFFLINE') : 'OFFLINE' });
   }
   for (const [key, pool] of Object.entries(poolStatuses(rows))) {
     const [poolId, listenerId] = key.split(':') as [string, string];
@@ -60,7 +67,10 @@ export function loadBalancerStatus(spec: LoadBalancerSpec, rows: StatRow[], lvs:
 /** The status's `haproxy`: systemd's unit state, or the direct supervisor's restarts. */
 export type SupervisionStatus = { running: boolean; stopped_by_signal: boolean } & (
   | { process_manager: 'systemd'; unit: UnitState }
-  | { process_manager: 'direct'; restart: { state: 'running' | 'stopped' | 'waiting' | 'dead'; restarts_in_a_row: number; next_restart_in_s: number; last_error: string | null } }
+  | {
+      process_manager: 'direct';
+      restart: { state: 'running' | 'stopped' | 'waiting' | 'dead'; restarts_in_a_row: number; next_restart_in_s: number; last_error: string | null };
+    }
 );
 
 export function supervisionStatus(s: Supervision): SupervisionStatus {
@@ -68,7 +78,13 @@ export function supervisionStatus(s: Supervision): SupervisionStatus {
   if (s.processManager === 'systemd') return { process_manager: 'systemd', ...base, unit: s.unit };
   const r = s.restarts;
   return {
-    process_manager: 'direct', ...base,
-    restart: { state: s.running ? 'running' : s.stoppedOnPurpose ? 'stopped' : r.state === 'waiting' ? 'waiting' : 'dead', restarts_in_a_row: r.restartsInARow, next_restart_in_s: r.nextRestartInS, last_error: r.lastError },
+    process_manager: 'direct',
+    ...base,
+    restart: {
+      state: s.running ? 'running' : s.stoppedOnPurpose ? 'stopped' : r.state === 'waiting' ? 'waiting' : 'dead',
+      restarts_in_a_row: r.restartsInARow,
+      next_restart_in_s: r.nextRestartInS,
+      last_error: r.lastError,
+    },
   };
 }

@@ -10,9 +10,7 @@ import { readAmphoraFacts } from '../info/amphora-facts.js';
 import { readPolicyExtension } from '../haproxy/config/policy/haproxy-allowed-extension.js';
 import { PolicyRefusedError, type PolicyContext } from '../haproxy/config/policy/types.js';
 import { statsSocket } from '../config/layout.js';
-import {
-  keepalivedPid, keepalivedSettings, reloadKeepalived, startKeepalived, stopKeepalived, type KeepalivedSettings,
-} from '../keepalived/process.js';
+import { keepalivedPid, keepalivedSettings, reloadKeepalived, startKeepalived, stopKeepalived, type KeepalivedSettings } from '../keepalived/process.js';
 import { lvsExists, lvsInstance, removeLvs, vrrpInstance } from '../keepalived/service.js';
 import type { Logger } from '../log.js';
 import { afterLvsStart } from './announce.js';
@@ -102,9 +100,7 @@ export class V1Service {
    */
   async applyHaproxy(lbId: string, action: 'start' | 'reload'): Promise<ApplyOutcome> {
     const { outcome } = await recordedApply(this.deps, '1.0', async () => ({
-      outcome: action === 'reload'
-        ? (await this.deps.engine.runAccepted(lbId)).outcome
-        : (await this.deps.engine.start(lbId))?.outcome ?? 'unchanged',
+      outcome: action === 'reload' ? (await this.deps.engine.runAccepted(lbId)).outcome : ((await this.deps.engine.start(lbId))?.outcome ?? 'unchanged'),
     }));
     return outcome;
   }

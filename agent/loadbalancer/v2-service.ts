@@ -17,9 +17,7 @@ import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../model/
 import { validateMember, validateSpec } from '../model/spec/validate.js';
 import { ensureDir, writeFilesAtomic, type FileContent } from '../system/files.js';
 import { afterLvsChange } from './announce.js';
-import {
-  readCertificate, removeCertificate, removeCertificates, storeCertificate, writeCrtList,
-} from './certificates.js';
+import { readCertificate, removeCertificate, removeCertificates, storeCertificate, writeCrtList } from './certificates.js';
 import { describeMemberChange } from './changes.js';
 import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
@@ -27,15 +25,22 @@ import { isReload, type ApplyOutcome } from '../outcome.js';
 import type { Plan } from '../haproxy/apply/plan.js';
 import { recordedApply } from './recorded-apply.js';
 import {
-  JOURNAL_LIMIT, journalLine, readStoredSpec, removeStoredSpec, specEtag, specFiles, storedSpecText,
-  type JournaledSpec, type MemberChange, type SpecFiles, type StoredSpec,
+  JOURNAL_LIMIT,
+  journalLine,
+  readStoredSpec,
+  removeStoredSpec,
+  specEtag,
+  specFiles,
+  storedSpecText,
+  type JournaledSpec,
+  type MemberChange,
+  type SpecFiles,
+  type StoredSpec,
 } from './spec-store.js';
 import { editMember, sameMember } from './member-edit.js';
 import { loadBalancerStatus, supervisionStatus, type LoadBalancerStatus, type SupervisionStatus } from './status.js';
 import { ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from './v2-errors.js';
-import {
-  applyLvsListeners, lvsChanges, lvsListeners, lvsStatuses, removeLvsListeners, removeNewLvs,
-} from './lvs-listeners.js';
+import { applyLvsListeners, lvsChanges, lvsListeners, lvsStatuses, removeLvsListeners, removeNewLvs } from './lvs-listeners.js';
 import { forcedReload, prepareSpec, type Prepared } from './prepared-spec.js';
 import { plannedReport, reportedSteps, type PutOptions, type PutResult } from './put-result.js';
 
@@ -50,9 +55,15 @@ export class V2Service {
    * differ between two PUTs of the same spec, and every member change would
    * become a reload.
    */
-  constructor(private readonly deps: {
-    engine: HaproxyEngine; config: ConfigStore; metrics: ApplyMetrics; log: Logger; amphora?: AmphoraFacts;
-  }) {}
+  constructor(
+    private readonly deps: {
+      engine: HaproxyEngine;
+      config: ConfigStore;
+      metrics: ApplyMetrics;
+      log: Logger;
+      amphora?: AmphoraFacts;
+    },
+  ) {}
 
   private specFiles(lbId: string): SpecFiles {
     return specFiles(this.deps.engine.files(lbId).dir);
@@ -70,7 +81,10 @@ export class V2Service {
   /** spec.json with an empty journal: after a whole-spec PUT, or to fold a long journal in. */
   private specFileContents(lbId: string, stored: StoredSpec): FileContent[] {
     const f = this.specFiles(lbId);
-    return [{ path: f.spec, data: storedSpecText(stored) }, { path: f.journal, data: '' }];
+    return [
+      { path: f.spec, data: storedSpecText(stored) },
+      { path: f.journal, data: '' },
+    ];
   }
 
   private checkPrecondition(current: StoredSpec | null, ifMatch: string | undefined): void {
@@ -94,11 +108,16 @@ export class V2Service {
     const p = await prepareSpec(this.deps.config.current, await this.renderTarget(), spec, current);
     if (opts.dryRun) return this.dryRun(lbId, p);
     try {
-      const applied = await recordedApply(this.deps, '2.0', async () => {
-        const out = await this.apply(lbId, p);
-        this.specs.set(lbId, { stored: p.next, journal: '', changes: 0 });
-        return { out, outcome: out.result };
-      }, started);
+      const applied = await recordedApply(
+        this.deps,
+        '2.0',
+        async () => {
+          const out = await this.apply(lbId, p);
+          this.specs.set(lbId, { stored: p.next, journal: '', changes: 0 });
+          return { out, outcome: out.result };
+        },
+        started,
+      );
       return applied.out;
     } catch (err) {
       this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
@@ -138,20 +157,37 @@ export class V2Service {
       }
       const change: MemberChange = { pool: poolId, member: memberId, ...(member ? { spec: member } : {}), etag: next.etag };
       // The journal's next state: as it is (the member did not change), one line longer, or folded into spec.json.
-      const after: JournaledSpec = next.etag === current.stored.etag ? { ...current, stored: next }
-        : current.changes + 1 >= JOURNAL_LIMIT ? { stored: next, journal: '', changes: 0 }
-        : { stored: next, journal: current.journal + journalLine(change), changes: current.changes + 1 };
-      const companions = next.etag === current.stored.etag ? []
-        : after.changes === 0 ? this.specFileContents(lbId, next) : [{ path: this.specFiles(lbId).journal, data: after.journal }];
-      const { out } = await recordedApply(this.deps, '2.0', async () => {
-        const report = await this.deps.engine.applyMemberEdit(lbId, this.amphoraId(lbId), edit, companions);
-        this.specs.set(lbId, after);
-        const out: PutResult & { result: ApplyOutcome } = {
-          result: report.outcome, created: false, etag: next.etag, changes, ...reportedSteps(report, report.reloadReason, []),
-          pending: report.pending, lvs: [],
-        };
-        return { out, outcome: report.outcome };
-      }, started).catch((err: unknown) => {
+      const after: JournaledSpec =
+        next.etag === current.stored.etag
+          ? { ...current, stored: next }
+          : current.changes + 1 >= JOURNAL_LIMIT
+            ? { stored: next, journal: '', changes: 0 }
+            : { stored: next, journal: current.journal + journalLine(change), changes: current.changes + 1 };
+      const companions =
+        next.etag === current.stored.etag
+          ? []
+          : after.changes === 0
+            ? this.specFileContents(lbId, next)
+            : [{ path: this.specFiles(lbId).journal, data: after.journal }];
+      const { out } = await recordedApply(
+        this.deps,
+        '2.0',
+        async () => {
+          const report = await this.deps.engine.applyMemberEdit(lbId, this.amphoraId(lbId), edit, companions);
+          this.specs.set(lbId, after);
+          const out: PutResult & { result: ApplyOutcome } = {
+            result: report.outcome,
+            created: false,
+            etag: next.etag,
+            changes,
+            ...reportedSteps(report, report.reloadReason, []),
+            pending: report.pending,
+            lvs: [],
+          };
+          return { out, outcome: report.outcome };
+        },
+        started,
+      ).catch((err: unknown) => {
         this.specs.delete(lbId); // read it again: a failed apply may or may not have stored it
         throw err;
       });
@@ -161,7 +197,13 @@ export class V2Service {
 
   /** The member call as an edit of the accepted config, or null when the whole spec must be rendered. */
   private async memberEdit(
-    lbId: string, before: LoadBalancerSpec, after: LoadBalancerSpec, poolId: string, memberId: string, was: MemberSpec | undefined, member: MemberSpec | null,
+    lbId: string,
+    before: LoadBalancerSpec,
+    after: LoadBalancerSpec,
+    poolId: string,
+    memberId: string,
+    was: MemberSpec | undefined,
+    member: MemberSpec | null,
   ): Promise<MemberEdit | null> {
     const base = await this.deps.engine.memberBase(lbId);
     if (base === null) return null;
@@ -180,12 +222,20 @@ export class V2Service {
   /** What apply() would do: the engine's plan for the config, as the apply would execute it, and the LVS listeners it would touch. */
   private async dryRun(lbId: string, p: Prepared): Promise<PutResult> {
     const config = p.rendered.haproxyConfig;
-    const plan: Plan = config !== null
-      ? await this.deps.engine.plan(lbId, config, forcedReload(p))
-      : (await this.deps.engine.exists(lbId)) ? { kind: 'reload', reason: NO_HAPROXY_LEFT } : { kind: 'unchanged' };
+    const plan: Plan =
+      config !== null
+        ? await this.deps.engine.plan(lbId, config, forcedReload(p))
+        : (await this.deps.engine.exists(lbId))
+          ? { kind: 'reload', reason: NO_HAPROXY_LEFT }
+          : { kind: 'unchanged' };
     return {
       ...plannedReport(plan, await lvsChanges(this.deps, p.rendered.lvsConfigs, p.lvsRemoved)),
-      result: 'dry_run', created: p.current === null, etag: p.next.etag, changes: p.changes, config: config ?? '', pending: [],
+      result: 'dry_run',
+      created: p.current === null,
+      etag: p.next.etag,
+      changes: p.changes,
+      config: config ?? '',
+      pending: [],
     };
   }
 
@@ -198,14 +248,15 @@ export class V2Service {
     const specFiles = this.specFileContents(lbId, p.next);
     // A spec sent again as it is (controllers retry) needs no write.
     // (A journal is folded into spec.json on every whole-spec PUT that writes.)
-    const specChanged = p.current === null || p.journaled || p.current.etag !== p.next.etag
-      || JSON.stringify(p.current.certificates) !== JSON.stringify(p.next.certificates);
+    const specChanged =
+      p.current === null || p.journaled || p.current.etag !== p.next.etag || JSON.stringify(p.current.certificates) !== JSON.stringify(p.next.certificates);
     let report: Pick<ChangeReport, 'outcome' | 'steps' | 'reloadReason' | 'pending'> = { outcome: 'unchanged', steps: [], reloadReason: null, pending: [] };
     if (config !== null) {
       for (const f of p.rendered.crtLists) await writeCrtList(this.deps.config.current, lbId, f.path, f.content);
       const forceReload = forcedReload(p);
       report = await this.deps.engine.apply(lbId, this.amphoraId(lbId), config, {
-        companions: hasLvs || !specChanged ? [] : specFiles, ...(forceReload ? { forceReload } : {}),
+        companions: hasLvs || !specChanged ? [] : specFiles,
+        ...(forceReload ? { forceReload } : {}),
       });
     } else if (await this.deps.engine.exists(lbId)) {
       await this.deps.engine.delete(lbId);
@@ -220,8 +271,13 @@ export class V2Service {
     // A keepalived restart is a reload of that listener.
     const result = lvs.length > 0 && !isReload(report.outcome) ? 'reloaded' : report.outcome;
     return {
-      result, created: p.current === null, etag: p.next.etag, changes: p.changes,
-      ...reportedSteps(report, report.reloadReason, lvs), pending: report.pending, lvs,
+      result,
+      created: p.current === null,
+      etag: p.next.etag,
+      changes: p.changes,
+      ...reportedSteps(report, report.reloadReason, lvs),
+      pending: report.pending,
+      lvs,
     };
   }
 
@@ -289,10 +345,8 @@ export class V2Service {
   private amphoraId(lbId: string): string {
     return this.deps.config.current.amphoraAgent.amphoraId ?? lbId;
   }
-
 }
 
 const NO_HAPROXY_LEFT = 'no haproxy listeners left';
 
 const noLoadBalancer = (lbId: string) => new ObjectNotFoundError(`no load balancer ${lbId}`);
-

@@ -63,14 +63,20 @@ export interface MemberFacts {
   initStateOnLine: boolean;
 }
 
-export type AdmissionInput = MemberFacts & (
+export type AdmissionInput = MemberFacts &
   /** haproxy (re)loads a config; `initStateAtStartup`: the binary applies `init-state fully-down` then (probed). */
-  | { path: 'load'; initStateAtStartup: boolean }
-  /** `add server` (added), or back from maintenance (returns), on the running worker. */
-  | { path: 'runtime'; returns: boolean });
+  (
+    | { path: 'load'; initStateAtStartup: boolean }
+    /** `add server` (added), or back from maintenance (returns), on the running worker. */
+    | { path: 'runtime'; returns: boolean }
+  );
 
 const READY: Record<AdmissionMethod, Admission['ready']> = {
-  none: 'at-once', 'init-state': 'haproxy', 'state-file': 'haproxy', 'forced-down': 'haproxy', maintenance: 'agent',
+  none: 'at-once',
+  'init-state': 'haproxy',
+  'state-file': 'haproxy',
+  'forced-down': 'haproxy',
+  maintenance: 'agent',
 };
 
 export function admit(member: AdmissionInput): Admission {
@@ -102,7 +108,12 @@ export const AWAITING_CHECK = 'RESTARTING';
 /** haproxy's check_status before the first check, and after a passed one (rising toward `rise`). */
 const NOT_FAILED = new Set(['INI', 'L4OK', 'L6OK', 'L7OK', 'L7OKC']);
 
-interface ReportedRow { pxname: string; svname: string; status: string; checkStatus: string }
+interface ReportedRow {
+  pxname: string;
+  svname: string;
+  status: string;
+  checkStatus: string;
+}
 
 /**
  * haproxy's rows as reports show them. A member still being admitted (DOWN
@@ -127,8 +138,9 @@ export function withAdmissionReported<R extends ReportedRow>(rows: R[], pending:
     if (r.status === AWAITING_CHECK) admitting.add(r.pxname);
     else if (r.status.startsWith('DOWN') && r.svname !== 'BACKEND') failed.add(r.pxname);
   }
-  return reported.map((r) => (r.svname === 'BACKEND' && r.status.startsWith('DOWN') && admitting.has(r.pxname) && !failed.has(r.pxname)
-    ? { ...r, status: AWAITING_CHECK } : r));
+  return reported.map((r) =>
+    r.svname === 'BACKEND' && r.status.startsWith('DOWN') && admitting.has(r.pxname) && !failed.has(r.pxname) ? { ...r, status: AWAITING_CHECK } : r,
+  );
 }
 
 /**

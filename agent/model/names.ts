@@ -10,8 +10,7 @@ import { createHash } from 'node:crypto';
  * controller renders in the config's peers section.
  */
 export function peerName(amphoraId: string): string {
-  const b64 = createHash('sha1').update(amphoraId, 'utf8').digest('base64')
-    .replace(/\+/g, '_').replace(/\//g, '-').replace(/=+$/, '');
+  const b64 = createHash('sha1').update(amphoraId, 'utf8').digest('base64').replace(/\+/g, '_').replace(/\//g, '-').replace(/=+$/, '');
   return b64.startsWith('-') ? `x${b64.slice(1)}` : b64;
 }
 

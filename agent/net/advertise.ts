@@ -27,9 +27,7 @@ export async function announceAddresses(netns: string, addresses: string[], log:
     if (ipFamily(address) === 6 && !(await haveNdsend(log))) continue;
     const ifname = await interfaceWithAddress(netns, address);
     if (!ifname) continue;
-    const argv = ipFamily(address) === 4
-      ? ['arping', '-U', '-c', '1', '-I', ifname, address]
-      : ['ndsend', address, ifname];
+    const argv = ipFamily(address) === 4 ? ['arping', '-U', '-c', '1', '-I', ifname, address] : ['ndsend', address, ifname];
     const res = await run(argv, { netns, timeoutMs: 5000 }).catch((err: Error) => ({ exitCode: -1, output: err.message }));
     if (res.exitCode !== 0) log.warn({ address, ifname, output: res.output.trim() }, 'address announcement failed');
   }

@@ -68,9 +68,21 @@ export async function interfaceUp(where: { netns: string; basePath: string }, fi
 
   for (const r of file.routes) {
     const fam = ipFamily(r.dst.split('/')[0]!) === 6 ? '-6' : '-4';
-    await ip(netns, [fam, 'route', 'replace', r.dst, ...(r.gateway ? ['via', r.gateway] : []), 'dev', dev,
-      ...(r.flags?.includes('onlink') ? ['onlink'] : []), ...(r.table ? ['table', String(r.table)] : []),
-      ...(r.prefsrc ? ['src', r.prefsrc] : []), ...(r.scope ? ['scope', r.scope] : []), 'proto', 'static']);
+    await ip(netns, [
+      fam,
+      'route',
+      'replace',
+      r.dst,
+      ...(r.gateway ? ['via', r.gateway] : []),
+      'dev',
+      dev,
+      ...(r.flags?.includes('onlink') ? ['onlink'] : []),
+      ...(r.table ? ['table', String(r.table)] : []),
+      ...(r.prefsrc ? ['src', r.prefsrc] : []),
+      ...(r.scope ? ['scope', r.scope] : []),
+      'proto',
+      'static',
+    ]);
   }
 
   for (const rule of file.rules) {
@@ -78,8 +90,9 @@ export async function interfaceUp(where: { netns: string; basePath: string }, fi
     const existing = JSON.parse(await ip(netns, [fam, '-j', 'rule', 'show'])) as { src?: string; srclen?: number; table?: string }[];
     // `ip -j` leaves srclen out for a host prefix (/32, /128).
     const hostLen = fam === '-6' ? 128 : 32;
-    const present = existing.some((e) => e.src && e.src !== 'all' && explode(e.src) === explode(rule.src)
-      && (e.srclen ?? hostLen) === rule.src_len && e.table === String(rule.table));
+    const present = existing.some(
+      (e) => e.src && e.src !== 'all' && explode(e.src) === explode(rule.src) && (e.srclen ?? hostLen) === rule.src_len && e.table === String(rule.table),
+    );
     if (!present) await ip(netns, [fam, 'rule', 'add', 'from', `${rule.src}/${rule.src_len}`, 'table', String(rule.table), 'priority', '100']);
   }
 

@@ -70,20 +70,34 @@ function subnetDst(cidr: string): string {
 /** Host routes as Octavia writes them: the next hop is on the link (onlink), optionally in another table. */
 function hostRoutes(routes: HostRoute[] | undefined, table?: number): InterfaceRoute[] {
   return (routes ?? []).map((hr) => ({
-    dst: subnetDst(hr.destination), gateway: explode(hr.nexthop), flags: ['onlink'], ...(table ? { table } : {}),
+    dst: subnetDst(hr.destination),
+    gateway: explode(hr.nexthop),
+    flags: ['onlink'],
+    ...(table ? { table } : {}),
   }));
 }
 
 /** lo.json, written at every agent start as Octavia's agent does (16 and later record is_sriov false there too). */
 export function loopbackInterfaceFile(): InterfaceFile {
   return {
-    name: 'lo', if_type: 'lo', addresses: [{ address: '127.0.0.1', prefixlen: 8 }], routes: [], rules: [], scripts: { up: [], down: [] }, is_sriov: false,
+    name: 'lo',
+    if_type: 'lo',
+    addresses: [{ address: '127.0.0.1', prefixlen: 8 }],
+    routes: [],
+    rules: [],
+    scripts: { up: [], down: [] },
+    is_sriov: false,
   };
 }
 
 export function vipInterfaceFile(opts: {
-  name: string; vips: VipSubnet[]; vrrpIp: string | null; fixedIps: FixedIp[];
-  topology: 'SINGLE' | 'ACTIVE_STANDBY'; mtu: number | null; isSriov: boolean | null;
+  name: string;
+  vips: VipSubnet[];
+  vrrpIp: string | null;
+  fixedIps: FixedIp[];
+  topology: 'SINGLE' | 'ACTIVE_STANDBY';
+  mtu: number | null;
+  isSriov: boolean | null;
 }): InterfaceFile {
   const single = opts.topology === 'SINGLE';
   const addresses: InterfaceAddress[] = [];
@@ -118,8 +132,14 @@ export function vipInterfaceFile(opts: {
     routes.push(...hostRoutes(ip.host_routes));
   }
   return {
-    name: opts.name, if_type: 'vip', addresses, routes, rules, scripts: { up: [], down: [] },
-    is_sriov: opts.isSriov, ...(opts.mtu ? { mtu: opts.mtu } : {}),
+    name: opts.name,
+    if_type: 'vip',
+    addresses,
+    routes,
+    rules,
+    scripts: { up: [], down: [] },
+    is_sriov: opts.isSriov,
+    ...(opts.mtu ? { mtu: opts.mtu } : {}),
   };
 }
 
@@ -132,8 +152,14 @@ export function backendInterfaceFile(opts: { name: string; fixedIps: FixedIp[]; 
   }
   if (opts.fixedIps.length === 0) addresses.push({ dhcp: true, ipv6auto: true });
   return {
-    name: opts.name, if_type: 'backend', addresses, routes, rules: [], scripts: { up: [], down: [] },
-    is_sriov: opts.isSriov, ...(opts.mtu ? { mtu: opts.mtu } : {}),
+    name: opts.name,
+    if_type: 'backend',
+    addresses,
+    routes,
+    rules: [],
+    scripts: { up: [], down: [] },
+    is_sriov: opts.isSriov,
+    ...(opts.mtu ? { mtu: opts.mtu } : {}),
   };
 }
 

@@ -37,9 +37,11 @@ export class NoNamespaceError extends AgentError {
   readonly kind = 'conflict';
 
   constructor() {
-    super("[amphora_agent] network_namespace is '' (the agent's own namespace): plugging and configuring amphora "
-      + 'interfaces there would replace the agent\'s own routes, policy rules and firewall, so it is refused; '
-      + 'set network_namespace (Octavia: amphora-haproxy)');
+    super(
+      "[amphora_agent] network_namespace is '' (the agent's own namespace): plugging and configuring amphora " +
+        "interfaces there would replace the agent's own routes, policy rules and firewall, so it is refused; " +
+        'set network_namespace (Octavia: amphora-haproxy)',
+    );
   }
 }
 
@@ -70,8 +72,11 @@ export async function findLinkByMac(netns: string | null, mac: string): Promise<
 
 /** Move a link of the agent's namespace into the amphora namespace under another name. */
 export async function moveLink(netns: string, current: string, ifname: string): Promise<void> {
-  for (const cmd of [['ip', 'link', 'set', 'dev', current, 'down'], ['ip', 'link', 'set', 'dev', current, 'netns', netns],
-    ['ip', '-n', netns, 'link', 'set', 'dev', current, 'name', ifname]]) {
+  for (const cmd of [
+    ['ip', 'link', 'set', 'dev', current, 'down'],
+    ['ip', 'link', 'set', 'dev', current, 'netns', netns],
+    ['ip', '-n', netns, 'link', 'set', 'dev', current, 'name', ifname],
+  ]) {
     const res = await run(cmd);
     if (res.exitCode !== 0) throw new Error(`${cmd.join(' ')}: ${res.output.trim()}`);
   }
@@ -81,7 +86,11 @@ const pluggedPath = (settings: NetworkSettings) => join(settings.basePath, 'plug
 
 async function pluggedInterfaces(settings: NetworkSettings): Promise<{ mac: string; ifname: string }[]> {
   const text = (await readTextIfExists(pluggedPath(settings))) ?? '';
-  return text.split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f.length === 2).map(([mac, ifname]) => ({ mac: mac!, ifname: ifname! }));
+  return text
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f.length === 2)
+    .map(([mac, ifname]) => ({ mac: mac!, ifname: ifname! }));
 }
 
 export async function rememberPlugged(settings: NetworkSettings, mac: string, ifname: string): Promise<void> {
@@ -98,7 +107,8 @@ export async function writeInterfaceFile(settings: NetworkSettings, file: Interf
 /** The interface files by interface name, loopback first as the system brings interfaces up; a file that does not parse is its error. */
 async function readInterfaceFiles(settings: NetworkSettings): Promise<{ name: string; file: InterfaceFile | null; error: string | null }[]> {
   const names = (await readdir(settings.networkDir).catch(() => [] as string[]))
-    .filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -'.json'.length))
+    .filter((n) => n.endsWith('.json'))
+    .map((n) => n.slice(0, -'.json'.length))
     .sort((a, b) => Number(b === 'lo') - Number(a === 'lo') || (a < b ? -1 : a > b ? 1 : 0));
   const out: { name: string; file: InterfaceFile | null; error: string | null }[] = [];
   for (const name of names) {

@@ -6,8 +6,7 @@ export function explode(ip: string): string {
   if (isIP(ip) !== 6) return ip;
   let [head, tail] = ip.toLowerCase().split('::') as [string, string | undefined];
   // An embedded IPv4 tail (::ffff:1.2.3.4) becomes two groups.
-  const v4 = (s: string) => s.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, a, b, c, d) =>
-    `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`);
+  const v4 = (s: string) => s.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, a, b, c, d) => `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`);
   head = v4(head);
   if (tail !== undefined) tail = v4(tail);
   const h = head ? head.split(':') : [];

@@ -40,12 +40,22 @@ export function vipRuleset(rules: VipRule[]): string {
   });
   return [
     // Declaring then deleting the table makes `nft -f` replace it atomically.
-    `table ${TABLE} {}`, `delete table ${TABLE}`, `table ${TABLE} {`, ...chainHeader(),
+    `table ${TABLE} {}`,
+    `delete table ${TABLE}`,
+    `table ${TABLE} {`,
+    ...chainHeader(),
     ...BASE_ALLOWS.map((r) => `        ${r}`),
     '        ct state vmap { established : accept, related : accept, invalid : drop }',
-    '        iif lo accept', '        ip saddr 127.0.0.0/8 drop', '        ip6 saddr ::1 drop',
-    '        iifname eth1 goto amphora_vip_chain', '    }',
-    '    chain amphora_vip_chain {', ...lines.map((l) => `        ${l}`), '    }', '}', '',
+    '        iif lo accept',
+    '        ip saddr 127.0.0.0/8 drop',
+    '        ip6 saddr ::1 drop',
+    '        iifname eth1 goto amphora_vip_chain',
+    '    }',
+    '    chain amphora_vip_chain {',
+    ...lines.map((l) => `        ${l}`),
+    '    }',
+    '}',
+    '',
   ].join('\n');
 }
 

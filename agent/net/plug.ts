@@ -37,9 +37,17 @@ async function moveIntoNamespace(netns: string, mac: string, ifname: string): Pr
   await moveLink(netns, current, ifname);
 }
 
-export async function plugVip(settings: PlugSettings, body: {
-  vips: VipSubnet[]; mac: string; vrrpIp: string | null; mtu: number | null; isSriov: boolean | null;
-}, log: Logger): Promise<string> {
+export async function plugVip(
+  settings: PlugSettings,
+  body: {
+    vips: VipSubnet[];
+    mac: string;
+    vrrpIp: string | null;
+    mtu: number | null;
+    isSriov: boolean | null;
+  },
+  log: Logger,
+): Promise<string> {
   const netns = amphoraNamespace(settings);
   await ensureNetns(netns);
   // The namespace is the amphora's from here on (it may be the agent's own creation).
@@ -47,7 +55,13 @@ export async function plugVip(settings: PlugSettings, body: {
   if (await findLinkByMac(netns, body.mac)) throw new InterfaceExistsError('Interface already exists');
   // Octavia's agent (16 and later) records is_sriov false when plug vip does not say.
   const file = vipInterfaceFile({
-    name: 'eth1', vips: body.vips, vrrpIp: body.vrrpIp, fixedIps: [], topology: settings.topology, mtu: body.mtu, isSriov: body.isSriov ?? false,
+    name: 'eth1',
+    vips: body.vips,
+    vrrpIp: body.vrrpIp,
+    fixedIps: [],
+    topology: settings.topology,
+    mtu: body.mtu,
+    isSriov: body.isSriov ?? false,
   });
   await moveIntoNamespace(netns, body.mac, 'eth1');
   await writeInterfaceFile(settings, file);
@@ -56,16 +70,31 @@ export async function plugVip(settings: PlugSettings, body: {
   return 'eth1';
 }
 
-export async function plugNetwork(settings: PlugSettings, body: {
-  mac: string; fixedIps: FixedIp[]; mtu: number | null; isSriov: boolean | null;
-  vip: { vips: VipSubnet[]; vrrpIp: string | null } | null;
-}, log: Logger): Promise<{ ifname: string; updated: boolean }> {
+export async function plugNetwork(
+  settings: PlugSettings,
+  body: {
+    mac: string;
+    fixedIps: FixedIp[];
+    mtu: number | null;
+    isSriov: boolean | null;
+    vip: { vips: VipSubnet[]; vrrpIp: string | null } | null;
+  },
+  log: Logger,
+): Promise<{ ifname: string; updated: boolean }> {
   const netns = amphoraNamespace(settings);
   await ensureNetns(netns);
   const existing = await findLinkByMac(netns, body.mac);
   const ifname = existing ?? (await firstFreeName(netns));
   const file = body.vip
-    ? vipInterfaceFile({ name: ifname, vips: body.vip.vips, vrrpIp: body.vip.vrrpIp, fixedIps: body.fixedIps, topology: settings.topology, mtu: body.mtu, isSriov: body.isSriov })
+    ? vipInterfaceFile({
+        name: ifname,
+        vips: body.vip.vips,
+        vrrpIp: body.vip.vrrpIp,
+        fixedIps: body.fixedIps,
+        topology: settings.topology,
+        mtu: body.mtu,
+        isSriov: body.isSriov,
+      })
     : backendInterfaceFile({ name: ifname, fixedIps: body.fixedIps, mtu: body.mtu, isSriov: body.isSriov });
   if (!existing) await moveIntoNamespace(netns, body.mac, ifname);
   await writeInterfaceFile(settings, file);
@@ -74,7 +103,11 @@ export async function plugNetwork(settings: PlugSettings, body: {
   // The member subnet's neighbours (members, routers) learn the port's MAC
   // at once, as Octavia 16 and later announce it; in the background, since
   // arping waits for replies and nobody waits for the announcement.
-  void announceAddresses(netns, body.fixedIps.map((f) => f.ip_address), log);
+  void announceAddresses(
+    netns,
+    body.fixedIps.map((f) => f.ip_address),
+    log,
+  );
   return { ifname, updated: existing !== null };
 }
 

@@ -8,8 +8,14 @@ import { certificateDir, pingWrapper, serverStateFile, statsSocket } from '../co
 import { admit } from '../model/admission.js';
 import { peerName } from '../model/names.js';
 import {
-  LVS_PROTOCOLS, type HealthMonitorSpec, type L7PolicySpec, type L7RuleSpec, type ListenerSpec,
-  type LoadBalancerSpec, type MemberSpec, type PoolSpec,
+  LVS_PROTOCOLS,
+  type HealthMonitorSpec,
+  type L7PolicySpec,
+  type L7RuleSpec,
+  type ListenerSpec,
+  type LoadBalancerSpec,
+  type MemberSpec,
+  type PoolSpec,
 } from '../model/spec/types.js';
 import type { RenderSettings, RenderTarget } from './settings.js';
 import { defaultPoolOf, poolsById } from '../model/spec/pools.js';
@@ -107,9 +113,10 @@ export class ViewBuilder {
       threads: facts ? haproxyThreads(facts) : null,
       externalCheck,
       connectionLogging: this.settings.connectionLogging,
-      peers: spec.topology === 'ACTIVE_STANDBY'
-        ? { name: peersName(spec.id), members: spec.amphorae.map((a) => ({ name: peerName(a.id), address: haproxyAddress(a.vrrp_ip, 1025) })) }
-        : null,
+      peers:
+        spec.topology === 'ACTIVE_STANDBY'
+          ? { name: peersName(spec.id), members: spec.amphorae.map((a) => ({ name: peerName(a.id), address: haproxyAddress(a.vrrp_ip, 1025) })) }
+          : null,
       prometheus: this.haproxyListeners().some((l) => l.protocol === 'PROMETHEUS'),
       listeners: views,
       pingCommand: pingWrapper(this.settings.basePath),
@@ -138,9 +145,10 @@ export class ViewBuilder {
       mode,
       maxconn: this.connectionLimit(l),
       redirectToHttps: l.protocol === 'TERMINATED_HTTPS',
-      hsts: l.hsts_max_age !== undefined
-        ? `max-age=${l.hsts_max_age};${l.hsts_include_subdomains ? ' includeSubDomains;' : ''}${l.hsts_preload ? ' preload;' : ''}`
-        : '',
+      hsts:
+        l.hsts_max_age !== undefined
+          ? `max-age=${l.hsts_max_age};${l.hsts_include_subdomains ? ' includeSubDomains;' : ''}${l.hsts_preload ? ' preload;' : ''}`
+          : '',
       binds: vips.map((ip) => haproxyAddress(ip, l.protocol_port)),
       bindOptions: this.bindOptions(l),
       policies: this.activePolicies(l).map(({ policy, rules }) => this.policy(l, policy, rules)),
@@ -169,9 +177,7 @@ export class ViewBuilder {
   }
 
   private logFormat(l: ListenerSpec): string {
-    let format = this.settings.userLogFormat
-      .replace('{{ project_id }}', this.spec.project_id ?? '-')
-      .replace('{{ lb_id }}', this.spec.id);
+    let format = this.settings.userLogFormat.replace('{{ project_id }}', this.spec.project_id ?? '-').replace('{{ lb_id }}', this.spec.id);
     if (l.protocol !== 'HTTP' && l.protocol !== 'TERMINATED_HTTPS') {
       // No HTTP request line or status outside HTTP listeners.
       for (const field of ['%{+Q}r', '%r', '%{+Q}ST', '%ST']) format = format.replace(field, '-');
@@ -218,20 +224,20 @@ export class ViewBuilder {
       proxyProtocol: p.protocol === 'PROXY' ? 'send-proxy' : p.protocol === 'PROXYV2' ? (listenerTls ? 'send-proxy-v2-ssl-cn' : 'send-proxy-v2') : '',
       tls: p.tls_enabled
         ? {
-          clientCert: p.tls_container_ref !== undefined ? this.certPath(p.tls_container_ref) : '',
-          ca: p.ca_tls_container_ref !== undefined ? this.certPath(p.ca_tls_container_ref) : '',
-          crl: p.crl_container_ref !== undefined ? this.certPath(p.crl_container_ref) : '',
-          // Without a CA nothing can be verified; with one, haproxy's default is "required".
-          verify: p.ca_tls_container_ref === undefined ? 'none' : p.crl_container_ref !== undefined ? 'required' : '',
-          ...cipherWords(p.tls_ciphers, p.tls_versions),
-          disabledVersions: disabledVersions(p.tls_versions),
-          alpn: p.alpn_protocols?.join(',') ?? '',
-        }
+            clientCert: p.tls_container_ref !== undefined ? this.certPath(p.tls_container_ref) : '',
+            ca: p.ca_tls_container_ref !== undefined ? this.certPath(p.ca_tls_container_ref) : '',
+            crl: p.crl_container_ref !== undefined ? this.certPath(p.crl_container_ref) : '',
+            // Without a CA nothing can be verified; with one, haproxy's default is "required".
+            verify: p.ca_tls_container_ref === undefined ? 'none' : p.crl_container_ref !== undefined ? 'required' : '',
+            ...cipherWords(p.tls_ciphers, p.tls_versions),
+            disabledVersions: disabledVersions(p.tls_versions),
+            alpn: p.alpn_protocols?.join(',') ?? '',
+          }
         : null,
       // The checks negotiate what the traffic does (Octavia >= 16).
       checkAlpn: monitor !== null && p.tls_enabled && p.alpn_protocols !== undefined ? p.alpn_protocols.join(',') : '',
-      startFullyDown: admit({ checked: monitor !== null, initStateOnLine: false, path: 'load', initStateAtStartup: this.target.initStateAtStartup })
-        .method === 'init-state',
+      startFullyDown:
+        admit({ checked: monitor !== null, initStateOnLine: false, path: 'load', initStateAtStartup: this.target.initStateAtStartup }).method === 'init-state',
       headers: this.headers(l, p),
       fullconn: this.connectionLimit(l),
       timeoutConnect: l.timeout_member_connect || this.settings.timeoutMemberConnect,

@@ -27,10 +27,18 @@ export function haproxyAddress(ip: string, port?: number): string {
 }
 
 const MATCH: Record<string, string> = {
-  REGEX: '-m reg', STARTS_WITH: '-m beg', ENDS_WITH: '-m end', CONTAINS: '-m sub', EQUAL_TO: '-m str',
+  REGEX: '-m reg',
+  STARTS_WITH: '-m beg',
+  ENDS_WITH: '-m end',
+  CONTAINS: '-m sub',
+  EQUAL_TO: '-m str',
 };
 const TLS_VERSION_FLAGS: [string, string][] = [
-  ['SSLv3', 'no-sslv3'], ['TLSv1', 'no-tlsv10'], ['TLSv1.1', 'no-tlsv11'], ['TLSv1.2', 'no-tlsv12'], ['TLSv1.3', 'no-tlsv13'],
+  ['SSLv3', 'no-sslv3'],
+  ['TLSv1', 'no-tlsv10'],
+  ['TLSv1.1', 'no-tlsv11'],
+  ['TLSv1.2', 'no-tlsv12'],
+  ['TLSv1.3', 'no-tlsv13'],
 ];
 
 /** Octavia's expected_codes forms ("200", "200, 202", "200-204") as a sorted list of codes. */

@@ -64,9 +64,7 @@ const ALGORITHM: Record<string, string> = { ROUND_ROBIN: 'wrr', LEAST_CONNECTION
 
 export function lvsViews(spec: LoadBalancerSpec, settings: RenderSettings): LvsView[] {
   const pools = poolsById(spec);
-  return spec.listeners
-    .filter((l) => LVS_PROTOCOLS.includes(l.protocol))
-    .map((l) => lvsView(spec, settings, l, defaultPoolOf(l, pools)));
+  return spec.listeners.filter((l) => LVS_PROTOCOLS.includes(l.protocol)).map((l) => lvsView(spec, settings, l, defaultPoolOf(l, pools)));
 }
 
 function lvsView(spec: LoadBalancerSpec, settings: RenderSettings, l: ListenerSpec, pool: PoolSpec | undefined): LvsView {
@@ -78,15 +76,17 @@ function lvsView(spec: LoadBalancerSpec, settings: RenderSettings, l: ListenerSp
     const inFamily = (ip: string) => (isIPv6(ip) ? 6 : 4) === ipVersion;
     const groupVips = vips.filter(inFamily);
     if (groupVips.length === 0) continue;
-    const members = (pool?.members ?? []).filter((m) => inFamily(m.address)).map((m) => ({
-      id: m.id,
-      enabled: m.admin_state_up !== false,
-      address: m.address,
-      port: m.protocol_port,
-      weight: m.weight,
-      checkAddress: m.monitor_address ?? m.address,
-      checkPort: m.monitor_port ?? m.protocol_port,
-    }));
+    const members = (pool?.members ?? [])
+      .filter((m) => inFamily(m.address))
+      .map((m) => ({
+        id: m.id,
+        enabled: m.admin_state_up !== false,
+        address: m.address,
+        port: m.protocol_port,
+        weight: m.weight,
+        checkAddress: m.monitor_address ?? m.address,
+        checkPort: m.monitor_port ?? m.protocol_port,
+      }));
     groups.push({
       ipVersion,
       vips: groupVips,
@@ -110,15 +110,15 @@ function lvsView(spec: LoadBalancerSpec, settings: RenderSettings, l: ListenerSp
     poolEnabled: pool?.admin_state_up !== false,
     monitor: hm
       ? {
-        id: hm.id ?? '',
-        type: hm.type,
-        delay: hm.delay,
-        timeout: hm.timeout,
-        fall: hm.max_retries_down,
-        udpCheckScript: udpCheckScript(settings.basePath),
-        urlPath: hm.url_path ?? '/',
-        codes: expectedCodes(hm.expected_codes ?? '200'),
-      }
+          id: hm.id ?? '',
+          type: hm.type,
+          delay: hm.delay,
+          timeout: hm.timeout,
+          fall: hm.max_retries_down,
+          udpCheckScript: udpCheckScript(settings.basePath),
+          urlPath: hm.url_path ?? '/',
+          codes: expectedCodes(hm.expected_codes ?? '200'),
+        }
       : null,
     groups,
   };

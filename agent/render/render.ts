@@ -32,7 +32,11 @@ export function renderLoadBalancer(spec: LoadBalancerSpec, settings: RenderSetti
  * cost does not grow with the pools' sizes.
  */
 export function renderMemberLines(
-  spec: LoadBalancerSpec, poolId: string, member: MemberSpec, settings: RenderSettings, target: RenderTarget,
+  spec: LoadBalancerSpec,
+  poolId: string,
+  member: MemberSpec,
+  settings: RenderSettings,
+  target: RenderTarget,
 ): Map<string, string> {
   const only = (p: PoolSpec): PoolSpec => ({ ...p, members: p.id === poolId ? [member] : [] });
   const alone: LoadBalancerSpec = {

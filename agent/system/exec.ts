@@ -57,8 +57,13 @@ export function run(argv: string[], opts: RunOptions = {}): Promise<CommandResul
       env: environment(opts),
       stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
-    child.stdout!.on('data', (d: Buffer) => { out.push(d); all.push(d); });
-    child.stderr!.on('data', (d: Buffer) => { all.push(d); });
+    child.stdout!.on('data', (d: Buffer) => {
+      out.push(d);
+      all.push(d);
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      all.push(d);
+    });
     if (opts.input !== undefined) {
       // A command that exits without reading its input closes the pipe: not an error of ours.
       child.stdin!.on('error', () => {});
@@ -70,12 +75,17 @@ export function run(argv: string[], opts: RunOptions = {}): Promise<CommandResul
       child.kill('SIGTERM');
       killTimer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
     }, opts.timeoutMs ?? 120_000);
-    child.on('error', (err) => { spawnError = err; });
+    child.on('error', (err) => {
+      spawnError = err;
+    });
     // A process the command left behind (a daemon) may hold the output pipes
     // open: once the command has exited, they get a grace period, then are closed.
     let drainTimer: NodeJS.Timeout | undefined;
     child.on('exit', () => {
-      drainTimer = setTimeout(() => { child.stdout!.destroy(); child.stderr!.destroy(); }, DRAIN_AFTER_EXIT_MS);
+      drainTimer = setTimeout(() => {
+        child.stdout!.destroy();
+        child.stderr!.destroy();
+      }, DRAIN_AFTER_EXIT_MS);
     });
     // 'close', not 'exit': the output pipes are drained by then.
     child.on('close', (code, signal) => {

@@ -13,7 +13,19 @@
 // work meanwhile (the runtime path talks to haproxy while its files sync).
 // The functions that read stay async so callers need not know.
 import {
-  closeSync, fsync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync, fchmodSync,
+  closeSync,
+  fsync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+  fchmodSync,
 } from 'node:fs';
 import { promisify } from 'node:util';
 import { dirname, basename, join } from 'node:path';
@@ -30,7 +42,10 @@ const fsyncAsync = promisify(fsync);
 export class StorageFullError extends AgentError {
   readonly kind = 'storage_full';
 
-  constructor(readonly path: string, readonly code: string) {
+  constructor(
+    readonly path: string,
+    readonly code: string,
+  ) {
     super(`no space left to write ${path} (${code})`);
   }
 }
@@ -124,7 +139,7 @@ function writeUnsynced(path: string, data: string | Buffer, mode: number): numbe
   const fd = openSync(path, 'w', mode);
   try {
     const bytes = typeof data === 'string' ? Buffer.from(data) : data;
-    for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off);
+    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
     fchmodSync(fd, mode); // open's mode is masked by the umask
     return fd;
   } catch (err) {

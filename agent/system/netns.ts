@@ -22,6 +22,7 @@ export async function ensureNetns(name: string): Promise<void> {
  * config names and checks more once it can; without one it checks less.)
  */
 export function runWithScratchNetns(name: string | null, argv: string[]) {
-  const script = 'ns=$1; shift; mkdir -p /run/netns && mount -t tmpfs -o mode=0755 scratch-netns /run/netns && { [ -z "$ns" ] || ip netns add "$ns"; } && exec "$@"';
+  const script =
+    'ns=$1; shift; mkdir -p /run/netns && mount -t tmpfs -o mode=0755 scratch-netns /run/netns && { [ -z "$ns" ] || ip netns add "$ns"; } && exec "$@"';
   return run(['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh', name ?? '', ...argv]);
 }

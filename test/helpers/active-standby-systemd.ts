@@ -33,15 +33,34 @@ export interface ContainerAmphora extends AmphoraBase {
 /** amphora-agent.conf as Octavia's AgentJinjaTemplater writes it for ACTIVE_STANDBY, without heartbeat destinations. */
 function agentConfig(amphoraId: string, port: number): string {
   return [
-    '[DEFAULT]', 'debug = False', '',
-    '[haproxy_amphora]', `base_cert_dir = ${CERT_DIR}`, `base_path = ${BASE_PATH}`,
-    'bind_host = ::', `bind_port = ${port}`, 'haproxy_cmd = /usr/sbin/haproxy', 'user_log_facility = 0',
-    'administrative_log_facility = 1', '',
-    '[health_manager]', 'controller_ip_port_list =', 'heartbeat_interval = 10', 'heartbeat_key = insecure', '',
-    '[amphora_agent]', 'agent_server_ca = /etc/octavia/certs/client_ca.pem',
-    'agent_server_cert = /etc/octavia/certs/server.pem', 'agent_server_network_dir = /etc/octavia/interfaces/',
-    'agent_request_read_timeout = 180', `amphora_id = ${amphoraId}`, 'amphora_udp_driver = keepalived_lvs', '',
-    '[controller_worker]', 'loadbalancer_topology = ACTIVE_STANDBY', '',
+    '[DEFAULT]',
+    'debug = False',
+    '',
+    '[haproxy_amphora]',
+    `base_cert_dir = ${CERT_DIR}`,
+    `base_path = ${BASE_PATH}`,
+    'bind_host = ::',
+    `bind_port = ${port}`,
+    'haproxy_cmd = /usr/sbin/haproxy',
+    'user_log_facility = 0',
+    'administrative_log_facility = 1',
+    '',
+    '[health_manager]',
+    'controller_ip_port_list =',
+    'heartbeat_interval = 10',
+    'heartbeat_key = insecure',
+    '',
+    '[amphora_agent]',
+    'agent_server_ca = /etc/octavia/certs/client_ca.pem',
+    'agent_server_cert = /etc/octavia/certs/server.pem',
+    'agent_server_network_dir = /etc/octavia/interfaces/',
+    'agent_request_read_timeout = 180',
+    `amphora_id = ${amphoraId}`,
+    'amphora_udp_driver = keepalived_lvs',
+    '',
+    '[controller_worker]',
+    'loadbalancer_topology = ACTIVE_STANDBY',
+    '',
   ].join('\n');
 }
 
@@ -65,7 +84,11 @@ export class SystemdActiveStandbyRig extends AmphoraPair<ContainerAmphora> {
   private managements: TestNetwork[] = [];
   private containers: AmphoraContainer[] = [];
 
-  private constructor(private readonly image: ImageRoot, readonly release: OctaviaUnderTest, readonly port: number) {
+  private constructor(
+    private readonly image: ImageRoot,
+    readonly release: OctaviaUnderTest,
+    readonly port: number,
+  ) {
     super(`image under systemd, ${release.label}`, 'aat-sd', 'sd');
   }
 
@@ -86,16 +109,24 @@ export class SystemdActiveStandbyRig extends AmphoraPair<ContainerAmphora> {
       const name = (['A', 'B'] as const)[i]!;
       const amphoraId = this.amphoraId(i);
       const target = { amphoraId, client: pki.client, serverCa: pki.serverCa, port: this.port, basePath: BASE_PATH, certDir: CERT_DIR };
-      await waitFor(`amphora ${name}'s agent to listen`, () => accepts(management.nsIp, this.port).then((ok) => ok || null), 60_000, 250)
-        .catch((err: Error) => {
+      await waitFor(`amphora ${name}'s agent to listen`, () => accepts(management.nsIp, this.port).then((ok) => ok || null), 60_000, 250).catch(
+        (err: Error) => {
           throw new Error(`${err.message}\n${container.exec(['journalctl', '--no-pager', '-u', 'amphora-agent', '-n', '40'])}`);
-        });
+        },
+      );
       const peer = await OctaviaPeer.connect(this.release, target, management.nsIp);
       // Nova hot-plugs the VIP and member ports into the running amphora.
       const ports = this.hotPlug(i, management.netns);
       const amp: ContainerAmphora = {
-        name, amphoraId, apiHost: management.nsIp, ...this.addresses(i), vipBridgePort: ports.vipBridgePort, peer,
-        ip: [...container.inNetns(TENANT_NETNS), 'ip'], container, management,
+        name,
+        amphoraId,
+        apiHost: management.nsIp,
+        ...this.addresses(i),
+        vipBridgePort: ports.vipBridgePort,
+        peer,
+        ip: [...container.inNetns(TENANT_NETNS), 'ip'],
+        container,
+        management,
       };
       this.amphorae.push(amp);
       await this.plug(amp, ports);
@@ -117,7 +148,8 @@ export class SystemdActiveStandbyRig extends AmphoraPair<ContainerAmphora> {
     const server = issue(serverCa, 'amphora', { dnsName: this.amphoraId(i), usage: 'serverAuth' });
     const client = issue(clientCa, 'controller', { usage: 'clientAuth' });
     const container = await AmphoraContainer.boot(this.image, {
-      name: `${name.toLowerCase()}-${this.id}`, netns: management.netns,
+      name: `${name.toLowerCase()}-${this.id}`,
+      netns: management.netns,
       files: {
         '/etc/octavia/amphora-agent.conf': { content: agentConfig(this.amphoraId(i), this.port), mode: 0o600 },
         '/etc/octavia/certs/server.pem': { content: readFileSync(server.pem), mode: 0o600 },
@@ -132,7 +164,12 @@ export class SystemdActiveStandbyRig extends AmphoraPair<ContainerAmphora> {
   haproxyUnit(amp: ContainerAmphora, lbId: string): { mainPid: number; state: string; restarts: number } {
     const unit = `haproxy-${lbId}.service`;
     const p = amp.container.exec(['systemctl', 'show', '-p', 'MainPID,ActiveState,SubState,NRestarts', unit]);
-    const v = Object.fromEntries(p.trim().split('\n').map((l) => l.split('=') as [string, string]));
+    const v = Object.fromEntries(
+      p
+        .trim()
+        .split('\n')
+        .map((l) => l.split('=') as [string, string]),
+    );
     return { mainPid: Number(v.MainPID), state: `${v.ActiveState}/${v.SubState}`, restarts: Number(v.NRestarts) };
   }
 

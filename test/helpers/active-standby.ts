@@ -109,10 +109,20 @@ export class NsLoad {
   private child: ChildProcessWithoutNullStreams | null = null;
   private exited: Promise<void> | null = null;
 
-  constructor(private readonly netns: string, private readonly url: string, private readonly opts: { rate?: number; timeoutMs?: number; sources?: string[] | null; cookie?: boolean } = {}) {}
+  constructor(
+    private readonly netns: string,
+    private readonly url: string,
+    private readonly opts: { rate?: number; timeoutMs?: number; sources?: string[] | null; cookie?: boolean } = {},
+  ) {}
 
   start(): this {
-    const options = { url: this.url, rate: this.opts.rate ?? 100, timeoutMs: this.opts.timeoutMs ?? 3000, sources: this.opts.sources ?? null, cookie: this.opts.cookie ?? false };
+    const options = {
+      url: this.url,
+      rate: this.opts.rate ?? 100,
+      timeoutMs: this.opts.timeoutMs ?? 3000,
+      sources: this.opts.sources ?? null,
+      cookie: this.opts.cookie ?? false,
+    };
     const child = spawn('ip', ['netns', 'exec', this.netns, process.execPath, LOAD_MAIN, JSON.stringify(options)], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.child = child;
     createInterface({ input: child.stdout }).on('line', (l) => this.records.push(JSON.parse(l) as LoadRecord));
@@ -174,7 +184,11 @@ export abstract class AmphoraPair<A extends AmphoraBase> {
   private networksDestroyed = false;
 
   /** `nsPrefix` names its namespaces, `linkPrefix` (two letters) its links: unique per test file. */
-  protected constructor(readonly label: string, readonly nsPrefix: string, readonly linkPrefix: string) {
+  protected constructor(
+    readonly label: string,
+    readonly nsPrefix: string,
+    readonly linkPrefix: string,
+  ) {
     this.vipNs = `${nsPrefix}v${this.id}`;
     this.clientNs = `${nsPrefix}c${this.id}`;
     this.memberBridge = `${linkPrefix}b${this.id}`;
@@ -240,13 +254,20 @@ export abstract class AmphoraPair<A extends AmphoraBase> {
   /** Octavia's order: plug_vip, the VRRP address's interface looked up, plug_network for the members' subnet. */
   protected async plug(amp: A, ports: PluggedPorts): Promise<void> {
     await amp.peer.call('plug_vip', VIP, {
-      subnet_cidr: '10.61.0.0/24', gateway: '10.61.0.1', mac_address: ports.vipMac, vrrp_ip: amp.vrrpIp, mtu: 1500,
-      host_routes: [], additional_vips: [],
+      subnet_cidr: '10.61.0.0/24',
+      gateway: '10.61.0.1',
+      mac_address: ports.vipMac,
+      vrrp_ip: amp.vrrpIp,
+      mtu: 1500,
+      host_routes: [],
+      additional_vips: [],
     });
-    const found = await amp.peer.call('get_interface', amp.vrrpIp) as { interface: string };
+    const found = (await amp.peer.call('get_interface', amp.vrrpIp)) as { interface: string };
     if (found.interface !== 'eth1') throw new Error(`amphora ${amp.name}: the VRRP address is on ${found.interface}`);
     await amp.peer.call('plug_network', {
-      mac_address: ports.memberMac, mtu: 1500, fixed_ips: [{ ip_address: amp.memberIp, subnet_cidr: `${this.memberNet}.0/24`, host_routes: [] }],
+      mac_address: ports.memberMac,
+      mtu: 1500,
+      fixed_ips: [{ ip_address: amp.memberIp, subnet_cidr: `${this.memberNet}.0/24`, host_routes: [] }],
     });
   }
 
@@ -270,16 +291,32 @@ export abstract class AmphoraPair<A extends AmphoraBase> {
   /** The spec both amphorae get from the templaters: Octavia 11 and later give the MASTER role priority 100, BACKUP 90. */
   private asSpec(lb: LbSpec): Record<string, unknown> {
     return {
-      lb_id: lb.lbId, listener_id: lb.listenerId, pool_id: lb.poolId, vip: VIP, port: lb.port, connection_limit: lb.connectionLimit ?? 2000,
+      lb_id: lb.lbId,
+      listener_id: lb.listenerId,
+      pool_id: lb.poolId,
+      vip: VIP,
+      port: lb.port,
+      connection_limit: lb.connectionLimit ?? 2000,
       members: this.members.map((m) => ({ id: m.id, address: m.address, port: m.port })),
-      persistence: lb.persistence ?? null, cookie_name: lb.cookieName ?? null,
+      persistence: lb.persistence ?? null,
+      cookie_name: lb.cookieName ?? null,
       more_listeners: (lb.more ?? []).map((l) => ({
-        listener_id: l.listenerId, pool_id: l.poolId, port: l.port, persistence: l.persistence ?? null, cookie_name: l.cookieName ?? null,
+        listener_id: l.listenerId,
+        pool_id: l.poolId,
+        port: l.port,
+        persistence: l.persistence ?? null,
+        cookie_name: l.cookieName ?? null,
         // Octavia's global maxconn is the listeners' sum; haproxy needs about two fds per connection,
         // and this machine's hard limit is 20,000 (three listeners at 5,000 exceed it).
         connection_limit: l.connectionLimit ?? 2000,
       })),
-      amphorae: this.amphorae.map((a, i) => ({ id: a.amphoraId, lb_network_ip: a.apiHost, vrrp_ip: a.vrrpIp, role: i === 0 ? 'MASTER' : 'BACKUP', priority: i === 0 ? 100 : 90 })),
+      amphorae: this.amphorae.map((a, i) => ({
+        id: a.amphoraId,
+        lb_network_ip: a.apiHost,
+        vrrp_ip: a.vrrpIp,
+        role: i === 0 ? 'MASTER' : 'BACKUP',
+        priority: i === 0 ? 100 : 90,
+      })),
     };
   }
 
@@ -314,10 +351,15 @@ export abstract class AmphoraPair<A extends AmphoraBase> {
 
   /** The amphora that holds the VIP, once exactly one does. */
   async master(timeoutMs = 15_000): Promise<A> {
-    return (await waitFor('exactly one amphora to hold the VIP', () => {
-      const holders = this.amphorae.filter((a) => this.holdsVip(a));
-      return holders.length === 1 ? holders[0]! : null;
-    }, timeoutMs, 50))!;
+    return (await waitFor(
+      'exactly one amphora to hold the VIP',
+      () => {
+        const holders = this.amphorae.filter((a) => this.holdsVip(a));
+        return holders.length === 1 ? holders[0]! : null;
+      },
+      timeoutMs,
+      50,
+    ))!;
   }
 
   /** The amphorae holding the VIP now. */
@@ -376,7 +418,11 @@ export abstract class AmphoraPair<A extends AmphoraBase> {
 
 /** Two agents on the host (direct supervision), each with its own tenant namespace. */
 export class ActiveStandbyRig extends AmphoraPair<Amphora> {
-  private constructor(readonly haproxy: HaproxyUnderTest, readonly release: OctaviaUnderTest, readonly port: number) {
+  private constructor(
+    readonly haproxy: HaproxyUnderTest,
+    readonly release: OctaviaUnderTest,
+    readonly port: number,
+  ) {
     super(`${haproxy.label} ${release.label}`, 'aat-', 'aa');
   }
 
@@ -405,11 +451,22 @@ export class ActiveStandbyRig extends AmphoraPair<Amphora> {
       const amphoraId = `a0a0a0a${i}-0000-4000-8000-0000${this.id}000${i}`;
       const apiHost = `127.0.0.${2 + i}`;
       const agent = await startAgent(this.haproxy, adir, netns, this.port, undefined, [], [], {
-        amphoraId, bindHost: apiHost, sections: ['[controller_worker]', 'loadbalancer_topology = ACTIVE_STANDBY'],
+        amphoraId,
+        bindHost: apiHost,
+        sections: ['[controller_worker]', 'loadbalancer_topology = ACTIVE_STANDBY'],
       });
       const peer = await OctaviaPeer.connect(this.release, agent, apiHost);
       const amp: Amphora = {
-        name, netns, amphoraId, apiHost, ...this.addresses(i), vipBridgePort: ports.vipBridgePort, agent, peer, dir: adir, ip: ['ip', '-n', netns],
+        name,
+        netns,
+        amphoraId,
+        apiHost,
+        ...this.addresses(i),
+        vipBridgePort: ports.vipBridgePort,
+        agent,
+        peer,
+        dir: adir,
+        ip: ['ip', '-n', netns],
       };
       this.amphorae.push(amp);
       await this.plug(amp, ports);
@@ -442,13 +499,17 @@ export class ActiveStandbyRig extends AmphoraPair<Amphora> {
    * config (keepalived's check script and its socat name its socket too).
    */
   haproxyPids(amp: Amphora, lbId: string): number[] {
-    return sh('ip', 'netns', 'pids', amp.netns).split('\n').filter(Boolean).filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('haproxy') && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(lbId);
-      } catch {
-        return false;
-      }
-    }).map(Number);
+    return sh('ip', 'netns', 'pids', amp.netns)
+      .split('\n')
+      .filter(Boolean)
+      .filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('haproxy') && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(lbId);
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
   }
 
   /** The amphora's agent started again (after amp.agent.stop()), with the same config. */
@@ -485,13 +546,17 @@ export class ActiveStandbyRig extends AmphoraPair<Amphora> {
    * adds when it becomes master.
    */
   private routes(amp: Amphora): string[] {
-    return sh('ip', '-n', amp.netns, 'route', 'show').split('\n').map((l) => l.replace(/\s+(linkdown|dead)\b/g, '').trim()).filter(Boolean);
+    return sh('ip', '-n', amp.netns, 'route', 'show')
+      .split('\n')
+      .map((l) => l.replace(/\s+(linkdown|dead)\b/g, '').trim())
+      .filter(Boolean);
   }
 
   /** VRRP between the amphorae cut in `amp`'s namespace (both directions), the link left up: a split brain. */
   partition(amp: Amphora): void {
     execFileSync('ip', ['netns', 'exec', amp.netns, 'nft', '-f', '-'], {
-      input: `table ip ${PARTITION_TABLE} {\n  chain in { type filter hook input priority 0; ip protocol vrrp drop; }\n` +
+      input:
+        `table ip ${PARTITION_TABLE} {\n  chain in { type filter hook input priority 0; ip protocol vrrp drop; }\n` +
         `  chain out { type filter hook output priority 0; ip protocol vrrp drop; }\n}\n`,
     });
   }
@@ -518,13 +583,24 @@ export interface ScenarioFigures {
 }
 
 /** Figures of one scenario: t0 is the event, movedAt when the VIP reached the other amphora (null: it did not move). */
-export function figures<A extends AmphoraBase>(rig: AmphoraPair<A>, name: string, records: LoadRecord[], t0: number, movedAt: number | null, releasedAt: number | null = null): ScenarioFigures {
+export function figures<A extends AmphoraBase>(
+  rig: AmphoraPair<A>,
+  name: string,
+  records: LoadRecord[],
+  t0: number,
+  movedAt: number | null,
+  releasedAt: number | null = null,
+): ScenarioFigures {
   const served = (from: number, to: number) => {
     const out: Record<string, number> = {};
-    for (const r of records) if (r.status === 200 && r.start >= from && r.start < to) out[rig.amphoraByMemberIp(r.via)] = (out[rig.amphoraByMemberIp(r.via)] ?? 0) + 1;
+    for (const r of records)
+      if (r.status === 200 && r.start >= from && r.start < to) out[rig.amphoraByMemberIp(r.via)] = (out[rig.amphoraByMemberIp(r.via)] ?? 0) + 1;
     return out;
   };
-  const ok = records.filter((r) => r.status === 200).map((r) => r.end).sort((a, b) => a - b);
+  const ok = records
+    .filter((r) => r.status === 200)
+    .map((r) => r.end)
+    .sort((a, b) => a - b);
   let gap = 0;
   for (let i = 1; i < ok.length; i++) gap = Math.max(gap, ok[i]! - ok[i - 1]!);
   const failed = records.filter((r) => r.status !== 200).map((r) => ({ offsetMs: r.start - t0, error: r.error ?? String(r.status) }));
@@ -542,10 +618,12 @@ export function figures<A extends AmphoraBase>(rig: AmphoraPair<A>, name: string
     successAfterMove: after.length ? after.filter((r) => r.status === 200).length / after.length : 1,
   };
   const offsets = failed.map((x) => `${x.offsetMs}ms(${x.error})`);
-  console.log(`[${rig.label}] ${name}: ${releasedAt === null ? '' : `VIP released by the master after ${releasedAt - t0} ms, `}VIP on the other amphora after ${f.vipMoveMs === null ? 'never' : `${f.vipMoveMs} ms`}, ` +
-    `longest gap between successes ${gap} ms, ${records.length} requests, ${failed.length} failed` +
-    `${failed.length ? ` at ${offsets.slice(0, 12).join(' ')}${offsets.length > 12 ? ' ...' : ''}` : ''}, in flight at the event ${f.inFlightAtEvent}, ` +
-    `served before ${JSON.stringify(f.servedBefore)} after ${JSON.stringify(f.servedAfter)}, success after move+1s ${(f.successAfterMove * 100).toFixed(1)}%`);
+  console.log(
+    `[${rig.label}] ${name}: ${releasedAt === null ? '' : `VIP released by the master after ${releasedAt - t0} ms, `}VIP on the other amphora after ${f.vipMoveMs === null ? 'never' : `${f.vipMoveMs} ms`}, ` +
+      `longest gap between successes ${gap} ms, ${records.length} requests, ${failed.length} failed` +
+      `${failed.length ? ` at ${offsets.slice(0, 12).join(' ')}${offsets.length > 12 ? ' ...' : ''}` : ''}, in flight at the event ${f.inFlightAtEvent}, ` +
+      `served before ${JSON.stringify(f.servedBefore)} after ${JSON.stringify(f.servedAfter)}, success after move+1s ${(f.successAfterMove * 100).toFixed(1)}%`,
+  );
   return f;
 }
 

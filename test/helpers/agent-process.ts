@@ -57,9 +57,16 @@ export interface AgentOptions {
  * argv the agent's command is appended to (for example a mount namespace
  * with the amphora's /etc/tuned); it must exec the command, so signals reach the agent.
  */
-export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string, port: number,
-  healthManager: string[] = ['controller_ip_port_list ='], amphoraAgent: string[] = [], launcher: string[] = [],
-  more: AgentOptions = {}): Promise<AgentUnderTest> {
+export async function startAgent(
+  h: HaproxyUnderTest,
+  dir: string,
+  netns: string,
+  port: number,
+  healthManager: string[] = ['controller_ip_port_list ='],
+  amphoraAgent: string[] = [],
+  launcher: string[] = [],
+  more: AgentOptions = {},
+): Promise<AgentUnderTest> {
   const amphoraId = more.amphoraId ?? 'a1b2c3d4-0000-4000-8000-000000000001';
   const pki = join(dir, 'pki');
   mkdirSync(pki, { recursive: true });
@@ -70,16 +77,32 @@ export async function startAgent(h: HaproxyUnderTest, dir: string, netns: string
   const basePath = join(dir, 'lib');
   const certDir = join(basePath, 'certs');
   const configFile = join(dir, 'amphora-agent.conf');
-  writeFileSync(configFile, [
-    '[haproxy_amphora]', `base_path = ${basePath}`, `base_cert_dir = ${certDir}`,
-    `bind_host = ${more.bindHost ?? '127.0.0.1'}`, `bind_port = ${port}`, `haproxy_cmd = ${h.command.join(' ')}`,
-    // This shared machine's free memory would give a TLS listener a session cache of gigabytes.
-    'tune_from_amphora_details = false',
-    '[health_manager]', ...healthManager,
-    '[amphora_agent]', `agent_server_cert = ${server.pem}`, `agent_server_ca = ${clientCa.cert}`,
-    `amphora_id = ${amphoraId}`, 'process_manager = direct', `network_namespace = ${netns}`,
-    `agent_server_network_dir = ${join(dir, 'interfaces')}`, `systemd_unit_dir = ${join(dir, 'units')}`, ...amphoraAgent, ...(more.sections ?? []), '',
-  ].join('\n'));
+  writeFileSync(
+    configFile,
+    [
+      '[haproxy_amphora]',
+      `base_path = ${basePath}`,
+      `base_cert_dir = ${certDir}`,
+      `bind_host = ${more.bindHost ?? '127.0.0.1'}`,
+      `bind_port = ${port}`,
+      `haproxy_cmd = ${h.command.join(' ')}`,
+      // This shared machine's free memory would give a TLS listener a session cache of gigabytes.
+      'tune_from_amphora_details = false',
+      '[health_manager]',
+      ...healthManager,
+      '[amphora_agent]',
+      `agent_server_cert = ${server.pem}`,
+      `agent_server_ca = ${clientCa.cert}`,
+      `amphora_id = ${amphoraId}`,
+      'process_manager = direct',
+      `network_namespace = ${netns}`,
+      `agent_server_network_dir = ${join(dir, 'interfaces')}`,
+      `systemd_unit_dir = ${join(dir, 'units')}`,
+      ...amphoraAgent,
+      ...(more.sections ?? []),
+      '',
+    ].join('\n'),
+  );
   const argv = [...launcher, ...agentCommand(), '--config-file', configFile];
   return { port, amphoraId, basePath, certDir, configFile, serverCa, clientCa, client, argv, ...(await launch(argv)) };
 }
@@ -93,10 +116,15 @@ async function launch(argv: string[]): Promise<Pick<AgentUnderTest, 'process' | 
   let out = '';
   // Info level: readiness is read from the "API listening" log line.
   const child = spawn(argv[0]!, argv.slice(1), {
-    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, AMPHORA_AGENT_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, AMPHORA_AGENT_LOG_LEVEL: 'info' },
   });
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
+  child.stdout!.on('data', (d) => {
+    out += d;
+  });
+  child.stderr!.on('data', (d) => {
+    out += d;
+  });
   await waitFor('the agent to listen', () => out.includes('API listening') || child.exitCode !== null, 30_000);
   if (child.exitCode !== null) throw new Error(`agent exited: ${out}`);
   return {
@@ -120,7 +148,8 @@ async function launch(argv: string[]): Promise<Pick<AgentUnderTest, 'process' | 
 export function agentHaproxy(agent: Pick<AgentUnderTest, 'basePath'>, lbId: string) {
   const files = loadBalancerFiles(agent.basePath, lbId);
   const socket = files.masterSocket;
-  const servers = async (backend?: string) => parseServerState(await workerCommand(socket, backend ? `show servers state ${backend}` : 'show servers state')).entries;
+  const servers = async (backend?: string) =>
+    parseServerState(await workerCommand(socket, backend ? `show servers state ${backend}` : 'show servers state')).entries;
   return {
     files,
     socket,

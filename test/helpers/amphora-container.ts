@@ -27,7 +27,8 @@ function sh(cmd: string, args: string[], input?: string): string {
 
 /** Mount points at or below `dir`, deepest first. */
 function mountsUnder(dir: string): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
     .map((l) => l.split(' ')[4] ?? '')
     .filter((p) => p === dir || p.startsWith(`${dir}/`))
     .sort((a, b) => b.length - a.length);
@@ -52,7 +53,9 @@ export function ciImageTar(): { tar: string; summary: string } {
   if (given) return { tar: given, summary: `image: ${given} (AMPHORA_IMAGE_TAR)` };
   const started = Date.now();
   const build = spawnSync('bash', [join(REPO, 'image-build/build.sh'), 'ci'], {
-    encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30 * 60_000,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 30 * 60_000,
     env: { ...process.env, AMPHORA_IMAGE_REUSE: process.env.AMPHORA_IMAGE_REUSE ?? '1' },
   });
   if (build.status !== 0) throw new Error(`image-build/build.sh ci failed (${build.status}):\n${build.stderr}\n${build.stdout.slice(-3000)}`);
@@ -96,8 +99,15 @@ export interface ContainerOptions {
 export class AmphoraContainer {
   private exited: Promise<void>;
 
-  private constructor(readonly name: string, readonly root: string, readonly netns: string, private readonly nspawn: ChildProcess,
-    readonly leader: number, readonly log: string, private readonly cgroups: string[]) {
+  private constructor(
+    readonly name: string,
+    readonly root: string,
+    readonly netns: string,
+    private readonly nspawn: ChildProcess,
+    readonly leader: number,
+    readonly log: string,
+    private readonly cgroups: string[],
+  ) {
     this.exited = nspawn.exitCode !== null ? Promise.resolve() : new Promise((r) => nspawn.once('exit', () => r()));
   }
 
@@ -114,41 +124,63 @@ export class AmphoraContainer {
     }
     const log = join(base, 'nspawn.log');
     const out = createWriteStream(log);
-    const binds = opts.checkoutAgent === false ? []
-      : ['dist', 'templates', 'node_modules', 'package.json'].map((p) => `--bind-ro=${join(REPO, p)}:${join(BUNDLE, p)}`);
+    const binds =
+      opts.checkoutAgent === false ? [] : ['dist', 'templates', 'node_modules', 'package.json'].map((p) => `--bind-ro=${join(REPO, p)}:${join(BUNDLE, p)}`);
     const cgroups = ownCgroups(opts.name);
     // Moved into its own cgroups before nspawn starts, which (--keep-unit)
     // builds the container's tree below the cgroup it runs in. SIGTERM
     // (nspawn: shut the container down) if the test process dies unawares.
-    const nspawn = spawn('setpriv', ['--pdeathsig', 'TERM', 'sh', '-c',
-      'for c in $CGROUPS; do echo $$ >"$c/cgroup.procs" || exit 1; done; exec systemd-nspawn "$@"', 'sh',
-      '-D', root, '-b', '--register=no', '--keep-unit', `--network-namespace-path=/run/netns/${opts.netns}`, '--console=pipe',
-      `--machine=${opts.name}`,
-      // The agent creates the tenant namespace, moves NICs into it, loads
-      // sysctls there and runs keepalived: an amphora's root can.
-      '--capability=all', ...binds,
-    ], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        PATH: SYSTEM_PATH, LANG: 'C.UTF-8',
-        // /proc/sys/net writable: the agent and amphora-netns.service set sysctls in the tenant namespace.
-        SYSTEMD_NSPAWN_API_VFS_WRITABLE: 'network',
-        // cgroup v2 only, as trixie boots: on this cgroup v1 (hybrid) host the
-        // container's systemd 257 otherwise never sees a unit's cgroup empty,
-        // and a haproxy whose master died stays "deactivating" until the stop
-        // timeout (90 s) instead of restarting after RestartSec.
-        SYSTEMD_NSPAWN_UNIFIED_HIERARCHY: '1',
-        CGROUPS: cgroups.join(' '),
+    const nspawn = spawn(
+      'setpriv',
+      [
+        '--pdeathsig',
+        'TERM',
+        'sh',
+        '-c',
+        'for c in $CGROUPS; do echo $$ >"$c/cgroup.procs" || exit 1; done; exec systemd-nspawn "$@"',
+        'sh',
+        '-D',
+        root,
+        '-b',
+        '--register=no',
+        '--keep-unit',
+        `--network-namespace-path=/run/netns/${opts.netns}`,
+        '--console=pipe',
+        `--machine=${opts.name}`,
+        // The agent creates the tenant namespace, moves NICs into it, loads
+        // sysctls there and runs keepalived: an amphora's root can.
+        '--capability=all',
+        ...binds,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          PATH: SYSTEM_PATH,
+          LANG: 'C.UTF-8',
+          // /proc/sys/net writable: the agent and amphora-netns.service set sysctls in the tenant namespace.
+          SYSTEMD_NSPAWN_API_VFS_WRITABLE: 'network',
+          // cgroup v2 only, as trixie boots: on this cgroup v1 (hybrid) host the
+          // container's systemd 257 otherwise never sees a unit's cgroup empty,
+          // and a haproxy whose master died stays "deactivating" until the stop
+          // timeout (90 s) instead of restarting after RestartSec.
+          SYSTEMD_NSPAWN_UNIFIED_HIERARCHY: '1',
+          CGROUPS: cgroups.join(' '),
+        },
       },
-    });
+    );
     nspawn.stdout!.pipe(out);
     nspawn.stderr!.pipe(out);
     let leader: number;
     try {
-      leader = (await waitFor(`the container ${opts.name}'s systemd`, () => {
-        if (nspawn.exitCode !== null) throw new Error(`systemd-nspawn exited (${nspawn.exitCode}): ${readFileSync(log, 'utf8')}`);
-        return childOf(nspawn.pid!, 'systemd');
-      }, 30_000, 100))!;
+      leader = (await waitFor(
+        `the container ${opts.name}'s systemd`,
+        () => {
+          if (nspawn.exitCode !== null) throw new Error(`systemd-nspawn exited (${nspawn.exitCode}): ${readFileSync(log, 'utf8')}`);
+          return childOf(nspawn.pid!, 'systemd');
+        },
+        30_000,
+        100,
+      ))!;
     } catch (err) {
       nspawn.kill('SIGKILL');
       throw err;
@@ -170,12 +202,20 @@ export class AmphoraContainer {
    * systemd-remount-fs), not for ours.
    */
   private async booted(): Promise<void> {
-    const state = await waitFor(`the container ${this.name} to finish booting`, () => {
-      const s = spawnSync('nsenter', ['-t', String(this.leader), '-a', 'systemctl', 'is-system-running'], { encoding: 'utf8' }).stdout.trim();
-      return s === 'running' || s === 'degraded' ? s : null;
-    }, 60_000, 250);
+    const state = await waitFor(
+      `the container ${this.name} to finish booting`,
+      () => {
+        const s = spawnSync('nsenter', ['-t', String(this.leader), '-a', 'systemctl', 'is-system-running'], { encoding: 'utf8' }).stdout.trim();
+        return s === 'running' || s === 'degraded' ? s : null;
+      },
+      60_000,
+      250,
+    );
     if (state === 'running') return;
-    const failed = this.exec(['systemctl', '--failed', '--plain', '--no-legend']).split('\n').map((l) => l.split(' ')[0]!).filter(Boolean);
+    const failed = this.exec(['systemctl', '--failed', '--plain', '--no-legend'])
+      .split('\n')
+      .map((l) => l.split(' ')[0]!)
+      .filter(Boolean);
     const unexpected = failed.filter((u) => !['nftables.service', 'systemd-remount-fs.service', 'systemd-firstboot.service'].includes(u));
     if (unexpected.length) throw new Error(`container ${this.name}: ${unexpected.join(', ')} failed:\n${this.exec(['journalctl', '--no-pager', '-n', '80'])}`);
   }
@@ -235,12 +275,20 @@ export class AmphoraContainer {
  */
 function tolerateSysctls(root: string): void {
   const dirs = ['etc/sysctl.d', 'run/sysctl.d', 'usr/local/lib/sysctl.d', 'usr/lib/sysctl.d'].map((d) => join(root, d));
-  const files = dirs.filter((d) => lstatSync(d, { throwIfNoEntry: false })?.isDirectory())
-    .flatMap((d) => readdirSync(d).filter((f) => f.endsWith('.conf')).map((f) => join(d, f)));
+  const files = dirs
+    .filter((d) => lstatSync(d, { throwIfNoEntry: false })?.isDirectory())
+    .flatMap((d) =>
+      readdirSync(d)
+        .filter((f) => f.endsWith('.conf'))
+        .map((f) => join(d, f)),
+    );
   for (const f of [...files, join(root, 'etc/sysctl.conf')]) {
     // Symlinks name paths inside the image: never followed from the host.
     if (!lstatSync(f, { throwIfNoEntry: false })?.isFile()) continue;
-    const text = readFileSync(f, 'utf8').split('\n').map((l) => (/^\s*[^\s#;-]/.test(l) ? `-${l.trimStart()}` : l)).join('\n');
+    const text = readFileSync(f, 'utf8')
+      .split('\n')
+      .map((l) => (/^\s*[^\s#;-]/.test(l) ? `-${l.trimStart()}` : l))
+      .join('\n');
     writeFileSync(f, text);
   }
 }

@@ -82,7 +82,11 @@ export class AmphoraVm {
   private controller!: Issued;
 
   /** `tag`: two hex digits that keep this file's ids, MACs, tap and VIP subnet apart from another's. */
-  constructor(readonly name: string, ports: PortBlock, readonly tag: number) {
+  constructor(
+    readonly name: string,
+    ports: PortBlock,
+    readonly tag: number,
+  ) {
     const t = tag.toString(16).padStart(2, '0');
     this.amphoraId = `b7c1e2d3-0000-4000-8000-0000000${t}a14`;
     this.lbId = `c0ffee00-0000-4000-8000-0000000${t}b14`;
@@ -98,8 +102,13 @@ export class AmphoraVm {
     this.vipHost = `10.214.${tag}.1`;
     this.vip = `10.214.${tag}.10`;
     this.vipNetInfo = {
-      subnet_cidr: `10.214.${tag}.0/24`, gateway: this.vipHost, mac_address: this.vipMac, vrrp_ip: `10.214.${tag}.5`, mtu: 1500,
-      host_routes: [], additional_vips: [],
+      subnet_cidr: `10.214.${tag}.0/24`,
+      gateway: this.vipHost,
+      mac_address: this.vipMac,
+      vrrp_ip: `10.214.${tag}.5`,
+      mtu: 1500,
+      host_routes: [],
+      additional_vips: [],
     };
     process.on('exit', () => this.cleanup());
   }
@@ -134,9 +143,16 @@ export class AmphoraVm {
     this.controller = issue(clientCa, 'controller', { usage: 'clientAuth' });
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'octavia-ssh', '-f', join(dir, 'octavia-ssh')]);
     this.build = await octaviaComputeCreate(OCTAVIA_19, {
-      amphoraId: this.amphoraId, serverPem: readFileSync(server.pem, 'utf8'), clientCa: readFileSync(clientCa.cert, 'utf8'),
+      amphoraId: this.amphoraId,
+      serverPem: readFileSync(server.pem, 'utf8'),
+      clientCa: readFileSync(clientCa.cert, 'utf8'),
       overrides: {
-        controller_worker: { amp_boot_network_list: ['mgmt-net'], amp_ssh_key_name: 'octavia-ssh', loadbalancer_topology: 'SINGLE', user_data_config_drive: false },
+        controller_worker: {
+          amp_boot_network_list: ['mgmt-net'],
+          amp_ssh_key_name: 'octavia-ssh',
+          loadbalancer_topology: 'SINGLE',
+          user_data_config_drive: false,
+        },
         // qemu's user network: the host is 10.0.2.2 from the guest.
         health_manager: { controller_ip_port_list: [`10.0.2.2:${this.heartbeatPort}`], heartbeat_key: this.heartbeatKey, heartbeat_interval: 3 },
         ...options.overrides,
@@ -144,7 +160,9 @@ export class AmphoraVm {
     });
     const drive = join(dir, 'config-drive');
     writeNovaConfigDrive(drive, this.build, {
-      uuid: this.amphoraId.replace(/^b7c1e2d3/, '5e1f0000'), mac: this.mgmtMac, networkId: 'mgmt-net',
+      uuid: this.amphoraId.replace(/^b7c1e2d3/, '5e1f0000'),
+      mac: this.mgmtMac,
+      networkId: 'mgmt-net',
       publicKey: readFileSync(join(dir, 'octavia-ssh.pub'), 'utf8').trim(),
     });
     const iso = join(dir, 'config-drive.iso');
@@ -156,17 +174,30 @@ export class AmphoraVm {
 
     started = Date.now();
     this.vm = new Vm({
-      dir, image, diskGb: options.diskGb, memoryMb: options.memoryMb, configDrive: iso, mac: this.mgmtMac, apiPort: this.apiPort, sshPort: this.sshPort, kvm,
+      dir,
+      image,
+      diskGb: options.diskGb,
+      memoryMb: options.memoryMb,
+      configDrive: iso,
+      mac: this.mgmtMac,
+      apiPort: this.apiPort,
+      sshPort: this.sshPort,
+      kvm,
     });
     await this.vm.start();
     const answered = this.watchFirstAnswer();
     try {
       const kernel = await this.vm.waitConsole('the kernel to start init', /Run \/init as init process|systemd\[1\]|Welcome to/, 5 * 60_000);
       this.guest = new GuestShell(this.sshPort, join(dir, 'octavia-ssh'));
-      await waitFor('ssh into the guest with the key from the config drive', () => {
-        if (this.vm!.exited) throw new Error(`qemu exited before ssh answered:\n${this.vm!.consoleText().slice(-3000)}`);
-        return this.guest.run('true', 30_000).status === 0;
-      }, deadline, 2000);
+      await waitFor(
+        'ssh into the guest with the key from the config drive',
+        () => {
+          if (this.vm!.exited) throw new Error(`qemu exited before ssh answered:\n${this.vm!.consoleText().slice(-3000)}`);
+          return this.guest.run('true', 30_000).status === 0;
+        },
+        deadline,
+        2000,
+      );
       const sshAt = seconds(started);
       const state = this.guest.run('systemctl is-system-running --wait', deadline).stdout.trim();
       log(`boot: kernel at ${kernel.toFixed(1)} s, ssh at ${sshAt} s, system ${state} at ${seconds(started)} s`);
@@ -190,14 +221,24 @@ export class AmphoraVm {
     const [key, cert, ca] = [this.controller.key, this.controller.cert, this.serverCa.cert].map((f) => readFileSync(f));
     while (this.watching && this.firstAnswer === null) {
       const status = await new Promise<number>((resolve) => {
-        const req = request({
-          host: '127.0.0.1', port: this.apiPort, path: '/', key, cert, ca, timeout: 5000, agent: false,
-          // The amphora's certificate names its id, not 127.0.0.1.
-          checkServerIdentity: () => undefined,
-        }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port: this.apiPort,
+            path: '/',
+            key,
+            cert,
+            ca,
+            timeout: 5000,
+            agent: false,
+            // The amphora's certificate names its id, not 127.0.0.1.
+            checkServerIdentity: () => undefined,
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('timeout', () => req.destroy());
         req.on('error', () => resolve(0));
         req.end();
@@ -253,7 +294,12 @@ export class AmphoraVm {
       byName.set(name.join(' '), (byName.get(name.join(' ')) ?? 0) + Number(kb) / 1024);
     }
     const info = this.guest.run('cat /proc/meminfo').stdout;
-    const kernel = Object.fromEntries(['Shmem', 'Slab', 'KernelStack', 'PageTables', 'AnonPages', 'Cached', 'Buffers'].map((f) => [f, Number(new RegExp(`^${f}:\\s+(\\d+) kB$`, 'm').exec(info)?.[1] ?? 0) / 1024]));
+    const kernel = Object.fromEntries(
+      ['Shmem', 'Slab', 'KernelStack', 'PageTables', 'AnonPages', 'Cached', 'Buffers'].map((f) => [
+        f,
+        Number(new RegExp(`^${f}:\\s+(\\d+) kB$`, 'm').exec(info)?.[1] ?? 0) / 1024,
+      ]),
+    );
     return { processes: [...byName].sort((a, b) => b[1] - a[1]), kernel };
   }
 
@@ -265,10 +311,15 @@ export class AmphoraVm {
   /** Octavia's client set up as a worker's, with its retries (404 while a port is not there yet). */
   async setupPeer(retries: number, interval: number): Promise<void> {
     const setup = await this.peer!.request('setup', {
-      amphora_id: this.amphoraId, lb_network_ip: '127.0.0.1',
+      amphora_id: this.amphoraId,
+      lb_network_ip: '127.0.0.1',
       overrides: {
         haproxy_amphora: {
-          client_cert: this.controller.pem, server_ca: this.serverCa.cert, bind_port: this.apiPort, connection_max_retries: retries, connection_retry_interval: interval,
+          client_cert: this.controller.pem,
+          server_ca: this.serverCa.cert,
+          bind_port: this.apiPort,
+          connection_max_retries: retries,
+          connection_retry_interval: interval,
           rest_request_read_timeout: this.restReadTimeout,
         },
         // Where the driver's certificate manager keeps tenant certificates (TERMINATED_HTTPS listeners).
@@ -303,8 +354,14 @@ export class AmphoraVm {
   /** haproxy.cfg from Octavia 19's JinjaTemplater: one HTTP listener on the VIP, members on the host, HTTP checks. */
   render(list: TestBackend[], connectionLogging = false): Promise<string> {
     return this.peer!.renderConfig({
-      connection_logging: connectionLogging, project_id: AmphoraVm.projectId,
-      lb_id: this.lbId, listener_id: this.listenerId, pool_id: this.poolId, vip: this.vip, port: this.listenerPort, haproxy_version: this.haproxyVersion,
+      connection_logging: connectionLogging,
+      project_id: AmphoraVm.projectId,
+      lb_id: this.lbId,
+      listener_id: this.listenerId,
+      pool_id: this.poolId,
+      vip: this.vip,
+      port: this.listenerPort,
+      haproxy_version: this.haproxyVersion,
       monitor: { delay: 1, timeout: 2, fall: 2, rise: 2, path: '/healthz' },
       members: list.map((m) => ({ id: m.name, address: m.host, port: m.port })),
     });

@@ -88,8 +88,11 @@ export async function runWorkload(amp: AmphoraVm): Promise<WorkloadResult> {
   const update = async (step: number) => {
     const members = membersAt(step, amp.vipHost);
     const answer = await amp.peer!.request('update_lb', {
-      lb_id: amp.lbId, vip: amp.vip, monitor: WORKLOAD.monitor,
-      certificate: readFileSync(tenant.cert, 'utf8'), private_key: readFileSync(tenant.key, 'utf8'),
+      lb_id: amp.lbId,
+      vip: amp.vip,
+      monitor: WORKLOAD.monitor,
+      certificate: readFileSync(tenant.cert, 'utf8'),
+      private_key: readFileSync(tenant.key, 'utf8'),
       http: { listener_id: amp.listenerId, port: amp.listenerPort, pool_id: amp.poolId, members: members.http },
       // The TLS listener's and pool's ids: the HTTP ones with another last group.
       https: { listener_id: `${amp.listenerId.slice(0, -3)}e14`, port: amp.listenerPort + 1, pool_id: `${amp.poolId.slice(0, -3)}f14`, members: members.https },
@@ -100,7 +103,10 @@ export async function runWorkload(amp: AmphoraVm): Promise<WorkloadResult> {
   try {
     await update(0);
     // Both listeners serve once their members have passed their checks (this agent holds new members until they do).
-    for (const [what, url] of [['HTTP', amp.vipUrl], ['HTTPS', `https://${amp.vip}:${amp.listenerPort + 1}/`]] as const) {
+    for (const [what, url] of [
+      ['HTTP', amp.vipUrl],
+      ['HTTPS', `https://${amp.vip}:${amp.listenerPort + 1}/`],
+    ] as const) {
       const probe = new LoadGenerator(url, 2, 1).start();
       try {
         await waitFor(`the ${what} listener to serve`, () => probe.records.some((r) => r.status === 200), 10 * 60_000, 500);
@@ -121,10 +127,13 @@ export async function runWorkload(amp: AmphoraVm): Promise<WorkloadResult> {
   const records = [...http.records, ...https.records];
   const failed = records.filter((r) => r.status !== 200);
   return {
-    requests: records.length, failed: failed.length,
+    requests: records.length,
+    failed: failed.length,
     failures: [http.describeFailures(), https.describeFailures()].filter(Boolean).join('; '),
     longestWaitMs: Math.max(...records.map((r) => r.end - r.start)),
-    updates, oomKills: amp.oomKills(), seconds: (Date.now() - started) / 1000,
+    updates,
+    oomKills: amp.oomKills(),
+    seconds: (Date.now() - started) / 1000,
   };
 }
 

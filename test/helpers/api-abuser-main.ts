@@ -32,8 +32,12 @@ export interface AbuseReport {
 
 const o = JSON.parse(process.argv[2]!) as AbuseOptions;
 const tlsOptions: tls.ConnectionOptions = {
-  host: '127.0.0.1', port: o.port, servername: o.servername,
-  ca: readFileSync(o.ca), cert: readFileSync(o.cert), key: readFileSync(o.key),
+  host: '127.0.0.1',
+  port: o.port,
+  servername: o.servername,
+  ca: readFileSync(o.ca),
+  cert: readFileSync(o.cert),
+  key: readFileSync(o.key),
 };
 let running = true;
 const lives: AbuseReport['lives'] = { idle: [], slow: [], 'half-open': [] };
@@ -43,12 +47,13 @@ let churned = 0;
 
 // Whatever the server sends is read and dropped: an unread stream never
 // emits 'end', and the server's close would go unseen.
-const settled = <T extends net.Socket>(s: T, event: string) => new Promise<T>((resolve, reject) => {
-  s.on('error', () => undefined);
-  s.resume();
-  s.once(event, () => resolve(s));
-  s.once('error', reject);
-});
+const settled = <T extends net.Socket>(s: T, event: string) =>
+  new Promise<T>((resolve, reject) => {
+    s.on('error', () => undefined);
+    s.resume();
+    s.once(event, () => resolve(s));
+    s.once('error', reject);
+  });
 
 /** A TLS connection with the controller's certificate that sends nothing after the handshake. */
 const idle = () => settled(tls.connect(tlsOptions), 'secureConnect');
@@ -95,18 +100,23 @@ async function keep(kind: AbuseKind, connect: () => Promise<net.Socket>): Promis
 /** Connect, then garbage or a handshake without a client certificate: the server closes each at once. */
 async function churn(): Promise<void> {
   while (running) {
-    const done = churned++ % 2
-      ? settled(net.connect(o.port, '127.0.0.1'), 'connect').then((s) => {
-        s.write(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n\x00\xff'.repeat(20), 'latin1'));
-        return settled(s, 'close');
-      })
-      : settled(tls.connect({ ...tlsOptions, cert: undefined, key: undefined }), 'close');
+    const done =
+      churned++ % 2
+        ? settled(net.connect(o.port, '127.0.0.1'), 'connect').then((s) => {
+            s.write(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n\x00\xff'.repeat(20), 'latin1'));
+            return settled(s, 'close');
+          })
+        : settled(tls.connect({ ...tlsOptions, cert: undefined, key: undefined }), 'close');
     await done.catch(() => undefined);
   }
 }
 
 const starts: [number, AbuseKind, () => Promise<net.Socket>][] = [];
-for (const [kind, connect, count] of [['idle', idle, o.idle], ['slow', slowHeaders, o.slow], ['half-open', halfOpen, o.halfOpen]] as const) {
+for (const [kind, connect, count] of [
+  ['idle', idle, o.idle],
+  ['slow', slowHeaders, o.slow],
+  ['half-open', halfOpen, o.halfOpen],
+] as const) {
   for (let i = 0; i < count; i++) starts.push([i / count, kind, connect]);
 }
 // Kinds interleaved, spread over about one timeout (10 s): the replacements

@@ -22,7 +22,12 @@ export class TestBackend {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
 
-  constructor(readonly name: string, readonly host: string, readonly port: number, mode: BackendMode = 'ready') {
+  constructor(
+    readonly name: string,
+    readonly host: string,
+    readonly port: number,
+    mode: BackendMode = 'ready',
+  ) {
     this.mode = mode;
   }
 
@@ -83,8 +88,7 @@ export class TestBackend {
     if (isCheck) {
       this.checks++;
       this.lastCheck = { requestLine: head.split('\r\n')[0]!, host: /^host:[ \t]*(.*)$/im.exec(head)?.[1]?.trim() ?? null };
-    }
-    else this.requests++;
+    } else this.requests++;
     if (this.mode === 'reset') {
       sock.resetAndDestroy();
       return;
@@ -108,8 +112,8 @@ export class TestBackend {
     const keepAlive = http11 ? !/^connection:\s*close/im.test(head) : /^connection:\s*keep-alive/im.test(head);
     sock.write(
       `HTTP/1.1 ${ready ? '200 OK' : '503 Service Unavailable'}\r\n` +
-      `Content-Type: text/plain\r\nX-Member: ${this.name}\r\nContent-Length: ${body.length}\r\n` +
-      `Connection: ${keepAlive ? 'keep-alive' : 'close'}\r\n\r\n${body}`,
+        `Content-Type: text/plain\r\nX-Member: ${this.name}\r\nContent-Length: ${body.length}\r\n` +
+        `Connection: ${keepAlive ? 'keep-alive' : 'close'}\r\n\r\n${body}`,
     );
     if (!keepAlive) sock.end();
   }

@@ -41,8 +41,12 @@ export function octaviaComputeCreate(release: OctaviaUnderTest, input: ComputeCr
     const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`octavia_compute_create.py (${release.label}) exited ${code}:\n${err}`));
       try {
@@ -98,11 +102,14 @@ export function writeNovaConfigDrive(dir: string, build: ComputeBuild, instance:
   writeFileSync(join(latest, 'meta_data.json'), JSON.stringify(meta));
   writeFileSync(join(latest, 'user_data'), build.user_data);
   const link = `tap${instance.uuid.slice(0, 11)}`;
-  writeFileSync(join(latest, 'network_data.json'), JSON.stringify({
-    links: [{ id: link, vif_id: instance.uuid, type: 'ovs', mtu: 1500, ethernet_mac_address: instance.mac }],
-    networks: [{ id: 'network0', type: 'ipv4_dhcp', link, network_id: instance.networkId }],
-    services: [],
-  }));
+  writeFileSync(
+    join(latest, 'network_data.json'),
+    JSON.stringify({
+      links: [{ id: link, vif_id: instance.uuid, type: 'ovs', mtu: 1500, ethernet_mac_address: instance.mac }],
+      networks: [{ id: 'network0', type: 'ipv4_dhcp', link, network_id: instance.networkId }],
+      services: [],
+    }),
+  );
   writeFileSync(join(latest, 'vendor_data.json'), '{}');
   writeFileSync(join(latest, 'vendor_data2.json'), '{}');
 }

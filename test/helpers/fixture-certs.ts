@@ -20,20 +20,35 @@ import { issue, makeCa, type Ca } from './certs.js';
 import { testDir } from './haproxies.js';
 
 export const FIXTURE_CERT_FILES = [
-  'server.pem', 'sni-a.pem', 'sni-b.pem', 'client-ca.pem', 'client-crl.pem',
-  'pool-client.pem', 'pool-ca.pem', 'pool-crl.pem',
+  'server.pem',
+  'sni-a.pem',
+  'sni-b.pem',
+  'client-ca.pem',
+  'client-crl.pem',
+  'pool-client.pem',
+  'pool-ca.pem',
+  'pool-crl.pem',
 ] as const;
 
 /** An empty CRL signed by `ca`, via `openssl ca -gencrl` with a minimal config. */
 function makeCrl(ca: Ca, out: string): void {
   writeFileSync(join(ca.dir, 'index.txt'), '');
   writeFileSync(join(ca.dir, 'crlnumber'), '1000\n');
-  writeFileSync(join(ca.dir, 'crl.cnf'), [
-    '[ca]', 'default_ca = test', '[test]', `dir = ${ca.dir}`, 'database = $dir/index.txt',
-    'crlnumber = $dir/crlnumber', 'default_md = sha256', 'default_crl_days = 30', '',
-  ].join('\n'));
-  execFileSync('openssl', ['ca', '-batch', '-gencrl', '-config', 'crl.cnf', '-cert', ca.cert, '-keyfile', ca.key, '-out', out],
-    { cwd: ca.dir, stdio: 'pipe' });
+  writeFileSync(
+    join(ca.dir, 'crl.cnf'),
+    [
+      '[ca]',
+      'default_ca = test',
+      '[test]',
+      `dir = ${ca.dir}`,
+      'database = $dir/index.txt',
+      'crlnumber = $dir/crlnumber',
+      'default_md = sha256',
+      'default_crl_days = 30',
+      '',
+    ].join('\n'),
+  );
+  execFileSync('openssl', ['ca', '-batch', '-gencrl', '-config', 'crl.cnf', '-cert', ca.cert, '-keyfile', ca.key, '-out', out], { cwd: ca.dir, stdio: 'pipe' });
 }
 
 export function writeFixtureCerts(dir: string): void {

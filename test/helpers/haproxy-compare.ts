@@ -54,8 +54,20 @@ export interface Section {
 export type HaproxyConfig = Map<string, Section>;
 
 const SECTION_KEYWORDS = new Set([
-  'global', 'defaults', 'frontend', 'backend', 'listen', 'peers', 'resolvers', 'userlist',
-  'mailers', 'cache', 'program', 'http-errors', 'ring', 'log-forward',
+  'global',
+  'defaults',
+  'frontend',
+  'backend',
+  'listen',
+  'peers',
+  'resolvers',
+  'userlist',
+  'mailers',
+  'cache',
+  'program',
+  'http-errors',
+  'ring',
+  'log-forward',
 ]);
 
 /** Lines whose relative order (among lines of the same keyword) matters to haproxy. */
@@ -67,17 +79,73 @@ const ORDERED_KEYWORDS = ['acl', 'http-request', 'redirect', 'use_backend', 'ser
  * a flag of its own, which still compares, only less readably.
  */
 const SERVER_KEYWORD_ARGS: Record<string, number> = {
-  weight: 1, check: 0, 'check-ssl': 0, inter: 1, fastinter: 1, downinter: 1, fall: 1, rise: 1,
-  addr: 1, port: 1, cookie: 1, 'send-proxy': 0, 'send-proxy-v2': 0, 'send-proxy-v2-ssl-cn': 0,
-  'send-proxy-v2-ssl': 0, backup: 0, disabled: 0, enabled: 0, ssl: 0, 'no-ssl': 0, crt: 1,
-  'ca-file': 1, 'crl-file': 1, verify: 1, verifyhost: 1, sni: 1, 'check-sni': 1, ciphers: 1,
-  ciphersuites: 1, 'no-sslv3': 0, 'no-tlsv10': 0, 'no-tlsv11': 0, 'no-tlsv12': 0, 'no-tlsv13': 0,
-  'ssl-min-ver': 1, 'ssl-max-ver': 1, alpn: 1, 'check-alpn': 1, 'check-proto': 1, proto: 1,
-  'init-state': 1, maxconn: 1, minconn: 1, maxqueue: 1, slowstart: 1, id: 1, observe: 1,
-  'on-error': 1, 'on-marked-down': 1, 'on-marked-up': 1, 'error-limit': 1, 'agent-check': 0,
-  'agent-port': 1, 'agent-inter': 1, 'agent-addr': 1, 'agent-send': 1, resolvers: 1,
-  'resolve-prefer': 1, source: 1, track: 1, redir: 1, 'non-stick': 0, tfo: 0,
-  'pool-max-conn': 1, 'pool-purge-delay': 1, namespace: 1, 'check-send-proxy': 0,
+  weight: 1,
+  check: 0,
+  'check-ssl': 0,
+  inter: 1,
+  fastinter: 1,
+  downinter: 1,
+  fall: 1,
+  rise: 1,
+  addr: 1,
+  port: 1,
+  cookie: 1,
+  'send-proxy': 0,
+  'send-proxy-v2': 0,
+  'send-proxy-v2-ssl-cn': 0,
+  'send-proxy-v2-ssl': 0,
+  backup: 0,
+  disabled: 0,
+  enabled: 0,
+  ssl: 0,
+  'no-ssl': 0,
+  crt: 1,
+  'ca-file': 1,
+  'crl-file': 1,
+  verify: 1,
+  verifyhost: 1,
+  sni: 1,
+  'check-sni': 1,
+  ciphers: 1,
+  ciphersuites: 1,
+  'no-sslv3': 0,
+  'no-tlsv10': 0,
+  'no-tlsv11': 0,
+  'no-tlsv12': 0,
+  'no-tlsv13': 0,
+  'ssl-min-ver': 1,
+  'ssl-max-ver': 1,
+  alpn: 1,
+  'check-alpn': 1,
+  'check-proto': 1,
+  proto: 1,
+  'init-state': 1,
+  maxconn: 1,
+  minconn: 1,
+  maxqueue: 1,
+  slowstart: 1,
+  id: 1,
+  observe: 1,
+  'on-error': 1,
+  'on-marked-down': 1,
+  'on-marked-up': 1,
+  'error-limit': 1,
+  'agent-check': 0,
+  'agent-port': 1,
+  'agent-inter': 1,
+  'agent-addr': 1,
+  'agent-send': 1,
+  resolvers: 1,
+  'resolve-prefer': 1,
+  source: 1,
+  track: 1,
+  redir: 1,
+  'non-stick': 0,
+  tfo: 0,
+  'pool-max-conn': 1,
+  'pool-purge-delay': 1,
+  namespace: 1,
+  'check-send-proxy': 0,
 };
 
 /** The words haproxy reads from one line (quotes and escapes resolved, comment dropped): the agent's own tokenizer. */
@@ -104,7 +172,7 @@ export function canonicalWord(value: string): string {
 function parseServer(words: string[]): ServerLine {
   const [, name = '', address = '', ...rest] = words;
   const options = new Map<string, string[]>();
-  for (let i = 0; i < rest.length;) {
+  for (let i = 0; i < rest.length; ) {
     const keyword = rest[i]!;
     const n = SERVER_KEYWORD_ARGS[keyword] ?? 0;
     options.set(keyword, rest.slice(i + 1, i + 1 + n)); // a repeated keyword keeps its last value

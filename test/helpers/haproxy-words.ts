@@ -60,10 +60,19 @@ export async function readByHaproxy(h: HaproxyUnderTest, dir: string, name: stri
   writeFileSync(cfg, configFor(socket, lines));
   const child = spawn(h.command[0]!, [...h.command.slice(1), '-db', '-f', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout.on('data', (d) => { output += d; });
-  child.stderr.on('data', (d) => { output += d; });
+  child.stdout.on('data', (d) => {
+    output += d;
+  });
+  child.stderr.on('data', (d) => {
+    output += d;
+  });
   let exited = false;
-  const exit = new Promise<void>((resolve) => child.on('exit', () => { exited = true; resolve(); }));
+  const exit = new Promise<void>((resolve) =>
+    child.on('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
   try {
     // haproxy is up once its socket answers; it may also refuse the config and exit.
     const deadline = Date.now() + 15_000;
@@ -95,11 +104,20 @@ export async function readByHaproxy(h: HaproxyUnderTest, dir: string, name: stri
 
 /** Whether `answer` (show acl #id, latin1) lists exactly `words`, in order. */
 export function answerIs(answer: string, words: string[]): boolean {
-  const bytes = (w: string) => Buffer.from(w, 'utf8').toString('latin1').replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
+  const bytes = (w: string) =>
+    Buffer.from(w, 'utf8')
+      .toString('latin1')
+      .replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
   return new RegExp(`^${words.map((w) => `0x[0-9a-f]+ ${bytes(w)}\\n`).join('')}\\n?$`).test(answer);
 }
 
 /** An answer shown for a failure message: the patterns after their pointers, UTF-8 decoded where they are. */
 export function showAnswer(answer: string): string {
-  return JSON.stringify(Buffer.from(answer, 'latin1').toString('utf8').replace(/^0x[0-9a-f]+ /gm, '').replace(/\n$/, '').split('\n'));
+  return JSON.stringify(
+    Buffer.from(answer, 'latin1')
+      .toString('utf8')
+      .replace(/^0x[0-9a-f]+ /gm, '')
+      .replace(/\n$/, '')
+      .split('\n'),
+  );
 }

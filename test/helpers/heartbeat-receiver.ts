@@ -12,7 +12,13 @@ export interface Received {
   /** When the datagram arrived, by the receiver's clock: this process may read the line much later (a synchronous ssh in a VM test). */
   at: number;
   ok: boolean;
-  message?: { id: string; seq: number; ver: number; listeners: Record<string, { status: string; stats: Record<string, number> }>; pools: Record<string, { status: string; members: Record<string, string> }> };
+  message?: {
+    id: string;
+    seq: number;
+    ver: number;
+    listeners: Record<string, { status: string; stats: Record<string, number> }>;
+    pools: Record<string, { status: string; members: Record<string, string> }>;
+  };
   error?: string;
 }
 
@@ -21,7 +27,11 @@ export class HeartbeatReceiver {
   private ready = false;
   private readonly child: ChildProcessWithoutNullStreams;
 
-  constructor(readonly port: number, key: string, readonly release: OctaviaUnderTest = OCTAVIAS[0]!) {
+  constructor(
+    readonly port: number,
+    key: string,
+    readonly release: OctaviaUnderTest = OCTAVIAS[0]!,
+  ) {
     this.child = spawn(...octaviaPython(release, SCRIPT, [String(port), key]));
     this.child.stderr.resume();
     createInterface({ input: this.child.stdout }).on('line', (line) => {

@@ -19,7 +19,12 @@ export class LoadGenerator {
   private loops: Promise<void>[] = [];
 
   /** `timeoutMs`: how long a client waits for an answer before it counts the request as failed. */
-  constructor(private readonly url: string, private readonly ratePerSecond = 300, private readonly concurrency = 12, private readonly timeoutMs = 5000) {}
+  constructor(
+    private readonly url: string,
+    private readonly ratePerSecond = 300,
+    private readonly concurrency = 12,
+    private readonly timeoutMs = 5000,
+  ) {}
 
   start(): this {
     this.running = true;
@@ -54,7 +59,10 @@ export class LoadGenerator {
   }
 
   describeFailures(max = 5): string {
-    return this.failures.slice(0, max).map((r) => `${r.status ?? r.error} at +${r.start - (this.records[0]?.start ?? 0)}ms`).join(', ');
+    return this.failures
+      .slice(0, max)
+      .map((r) => `${r.status ?? r.error} at +${r.start - (this.records[0]?.start ?? 0)}ms`)
+      .join(', ');
   }
 
   private async loop(interval: number, offset: number): Promise<void> {
@@ -77,10 +85,15 @@ export class LoadGenerator {
       const req = get(this.url, { agent: false, timeout: this.timeoutMs, headers: { connection: 'close' }, rejectUnauthorized: false }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({
-          start, end: Date.now(), status: res.statusCode ?? null,
-          member: (res.headers['x-member'] as string | undefined) ?? null, error: null,
-        }));
+        res.on('end', () =>
+          resolve({
+            start,
+            end: Date.now(),
+            status: res.statusCode ?? null,
+            member: (res.headers['x-member'] as string | undefined) ?? null,
+            error: null,
+          }),
+        );
         res.on('error', (e) => resolve({ start, end: Date.now(), status: null, member: null, error: e.message }));
       });
       req.on('timeout', () => req.destroy(new Error('timeout')));

@@ -19,7 +19,6 @@ import { TestBackend } from './backend.js';
 import { LoadGenerator, waitFor } from './load.js';
 import { testPorts } from './ports.js';
 
-
 /** A syslog receiver on the host: every message any sender sends (TCP: one a line; UDP: one a datagram). */
 class SyslogReceiver {
   private readonly messages: string[] = [];
@@ -27,19 +26,26 @@ class SyslogReceiver {
   private tcp: Server | null = null;
   private udp: dgram.Socket | null = null;
 
-  constructor(readonly port: number, readonly protocol: 'TCP' | 'UDP') {}
+  constructor(
+    readonly port: number,
+    readonly protocol: 'TCP' | 'UDP',
+  ) {}
 
   listen(): Promise<void> {
     return new Promise((resolve, reject) => {
       if (this.protocol === 'UDP') {
-        this.udp = dgram.createSocket('udp4', (msg) => { this.messages.push(msg.toString('utf8')); });
+        this.udp = dgram.createSocket('udp4', (msg) => {
+          this.messages.push(msg.toString('utf8'));
+        });
         this.udp.once('error', reject);
         this.udp.bind(this.port, '127.0.0.1', () => resolve());
         return;
       }
       this.tcp = createServer((sock) => {
         sock.setEncoding('utf8');
-        sock.on('data', (d: string) => { this.tcpText += d; });
+        sock.on('data', (d: string) => {
+          this.tcpText += d;
+        });
         sock.on('error', () => {});
       });
       this.tcp.once('error', reject);
@@ -81,8 +87,10 @@ class LogOffloadRig {
     await this.amp.boot({
       overrides: {
         amphora_agent: {
-          admin_log_targets: [`10.0.2.2:${this.admin.port}`], tenant_log_targets: [`10.0.2.2:${this.tenant.port}`],
-          log_protocol: this.protocol, disable_local_log_storage: true,
+          admin_log_targets: [`10.0.2.2:${this.admin.port}`],
+          tenant_log_targets: [`10.0.2.2:${this.tenant.port}`],
+          log_protocol: this.protocol,
+          disable_local_log_storage: true,
         },
       },
     });
@@ -143,18 +151,32 @@ function logOffloadSuite(rig: LogOffloadRig, started: () => Promise<void>): void
       await load.stop();
     }
     // user_log_format: "{{ project_id }} {{ lb_id }} %f %ci %cp %t %{+Q}r %ST %B ...".
-    const flow = await waitFor('flow lines at the tenant receiver', () => tenant.lines().filter((l) => l.includes(amp.lbId) && l.includes('"GET / HTTP/1.1"')), 60_000, 500);
+    const flow = await waitFor(
+      'flow lines at the tenant receiver',
+      () => tenant.lines().filter((l) => l.includes(amp.lbId) && l.includes('"GET / HTTP/1.1"')),
+      60_000,
+      500,
+    );
     assert.ok(flow.length >= 1);
     // Requests before the member's check passes get 503 from haproxy: those lines are flows too.
     const served = new RegExp(`${AmphoraVm.projectId} ${amp.lbId} \\S+ 10\\.214\\.${subnet}\\.1 \\d+ \\S+ "GET / HTTP/1\\.1" 200 `);
-    assert.ok(flow.some((l) => served.test(l)), `no served request among the flow lines:\n${flow.slice(0, 5).join('\n')}`);
-    assert.not.ok(admin.lines().some((l) => l.includes('"GET / HTTP/1.1"')), 'flow lines reached the admin receiver');
+    assert.ok(
+      flow.some((l) => served.test(l)),
+      `no served request among the flow lines:\n${flow.slice(0, 5).join('\n')}`,
+    );
+    assert.not.ok(
+      admin.lines().some((l) => l.includes('"GET / HTTP/1.1"')),
+      'flow lines reached the admin receiver',
+    );
   });
 
   test("the admin receiver gets the agent's and haproxy's administrative lines, not the flows", async () => {
     await waitFor("the agent's lines at the admin receiver", () => admin.lines().some((l) => l.includes('amphora-agent')), 60_000, 500);
     await waitFor("haproxy's lines at the admin receiver", () => admin.lines().some((l) => /haproxy/.test(l) && !l.includes('amphora-agent')), 60_000, 500);
-    assert.not.ok(tenant.lines().some((l) => l.includes('amphora-agent')), "the agent's lines reached the tenant receiver");
+    assert.not.ok(
+      tenant.lines().some((l) => l.includes('amphora-agent')),
+      "the agent's lines reached the tenant receiver",
+    );
   });
 
   // Octavia 19's 10-rsyslog.conf template strips the newline before its

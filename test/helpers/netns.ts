@@ -44,7 +44,7 @@ export function createTestNetwork(): TestNetwork {
   const nsIf = `aatn${id}`;
   // A /30 in 10.200.0.0/16 from the random id, so parallel runs do not collide.
   const n = parseInt(id, 16) % 16384;
-  const base = `10.${200 + (n >> 8) % 50}.${n & 255}`;
+  const base = `10.${200 + ((n >> 8) % 50)}.${n & 255}`;
   const hostIp = `${base}.1`;
   const nsIp = `${base}.2`;
   sh(['ip', 'netns', 'add', netns]);
@@ -56,7 +56,9 @@ export function createTestNetwork(): TestNetwork {
   sh(['ip', '-n', netns, 'link', 'set', nsIf, 'up']);
   sh(['ip', '-n', netns, 'link', 'set', 'lo', 'up']);
   const net: TestNetwork = {
-    netns, hostIp, nsIp,
+    netns,
+    hostIp,
+    nsIp,
     destroy() {
       if (!live.delete(net)) return;
       // Kill whatever still runs in the namespace (haproxy left by a failed test).

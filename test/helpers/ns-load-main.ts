@@ -4,7 +4,13 @@
 // JSON line as soon as it ends. Stops when its stdin closes.
 import http from 'node:http';
 
-interface Options { url: string; rate: number; timeoutMs: number; sources: string[] | null; cookie: boolean }
+interface Options {
+  url: string;
+  rate: number;
+  timeoutMs: number;
+  sources: string[] | null;
+  cookie: boolean;
+}
 
 const o = JSON.parse(process.argv[2]!) as Options;
 let running = true;
@@ -32,7 +38,9 @@ function once(): void {
     const set = res.headers['set-cookie'];
     if (src && o.cookie && set?.[0]) cookies.set(src, set[0].split(';')[0]!);
     res.resume();
-    res.on('end', () => finish(res.statusCode ?? null, (res.headers['x-member'] as string | undefined) ?? null, (res.headers['x-via'] as string | undefined) ?? null, null));
+    res.on('end', () =>
+      finish(res.statusCode ?? null, (res.headers['x-member'] as string | undefined) ?? null, (res.headers['x-via'] as string | undefined) ?? null, null),
+    );
     res.on('error', (e) => finish(null, null, null, e.message));
   });
   // The whole request (connect included) has timeoutMs: a deadline, not an idle timer.

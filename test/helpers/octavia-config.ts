@@ -48,12 +48,9 @@ export function octaviaStyleConfig(o: ConfigOptions): string {
     '    option splice-response',
     '    option http-keep-alive',
     '',
-    ...(o.peers ? [
-      `peers ${peersName}`,
-      `    peer ${o.peers.local.name} ${o.peers.local.address}`,
-      `    peer ${o.peers.remote.name} ${o.peers.remote.address}`,
-      '',
-    ] : []),
+    ...(o.peers
+      ? [`peers ${peersName}`, `    peer ${o.peers.local.name} ${o.peers.local.address}`, `    peer ${o.peers.remote.name} ${o.peers.remote.address}`, '']
+      : []),
     `frontend ${listener}`,
     `    maxconn ${limit}`,
     `    bind ${o.bind}`,
@@ -65,12 +62,9 @@ export function octaviaStyleConfig(o: ConfigOptions): string {
     '    mode http',
     '    balance roundrobin',
     ...(o.peers ? [`    stick-table type ip size 10k peers ${peersName}`, '    stick on src'] : []),
-    ...(monitor ? [
-      '    load-server-state-from-file global',
-      '    timeout check 1s',
-      '    option httpchk GET /healthz',
-      '    http-check expect rstatus 200',
-    ] : []),
+    ...(monitor
+      ? ['    load-server-state-from-file global', '    timeout check 1s', '    option httpchk GET /healthz', '    http-check expect rstatus 200']
+      : []),
     `    fullconn ${limit}`,
     '    option allbackups',
     '    timeout connect 5000',

@@ -26,7 +26,9 @@ export class OctaviaPeer {
 
   constructor(readonly release: OctaviaUnderTest = OCTAVIAS[0]!) {
     this.child = spawn(...octaviaPython(release, PEER));
-    this.child.stderr.on('data', (d) => { this.stderr += d; });
+    this.child.stderr.on('data', (d) => {
+      this.stderr += d;
+    });
     createInterface({ input: this.child.stdout }).on('line', (line) => this.answers.shift()?.(JSON.parse(line) as PeerAnswer));
     // A Python that died answers every waiting request with its last words,
     // instead of leaving the test waiting for ever.
@@ -45,11 +47,19 @@ export class OctaviaPeer {
   static async connect(release: OctaviaUnderTest, agent: PeerTarget, lbNetworkIp = '127.0.0.1'): Promise<OctaviaPeer> {
     const peer = new OctaviaPeer(release);
     const setup = await peer.request('setup', {
-      amphora_id: agent.amphoraId, lb_network_ip: lbNetworkIp,
-      overrides: { haproxy_amphora: {
-        client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port,
-        base_path: agent.basePath, base_cert_dir: agent.certDir, connection_max_retries: 3, connection_retry_interval: 1,
-      } },
+      amphora_id: agent.amphoraId,
+      lb_network_ip: lbNetworkIp,
+      overrides: {
+        haproxy_amphora: {
+          client_cert: agent.client.pem,
+          server_ca: agent.serverCa.cert,
+          bind_port: agent.port,
+          base_path: agent.basePath,
+          base_cert_dir: agent.certDir,
+          connection_max_retries: 3,
+          connection_retry_interval: 1,
+        },
+      },
     });
     if (!setup.ok) {
       peer.close();

@@ -92,7 +92,11 @@ interface Answer {
 }
 
 export class OctaviaRendererError extends Error {
-  constructor(readonly exception: string, message: string, readonly trace: string) {
+  constructor(
+    readonly exception: string,
+    message: string,
+    readonly trace: string,
+  ) {
     super(`${exception}: ${message}`);
     this.name = 'OctaviaRendererError';
   }
@@ -106,7 +110,9 @@ export class OctaviaRenderer {
 
   private constructor(readonly release: OctaviaUnderTest) {
     this.child = spawn(...octaviaPython(release, RENDERER), { env: { ...process.env, PYTHONUNBUFFERED: '1' } });
-    this.child.stderr.on('data', (d) => { this.stderr += d; });
+    this.child.stderr.on('data', (d) => {
+      this.stderr += d;
+    });
     createInterface({ input: this.child.stdout }).on('line', (line) => this.pending.shift()?.resolve(JSON.parse(line) as Answer));
     const fail = (why: string) => {
       this.exited = new Error(`octavia_render.py ${why}\n${this.stderr}`);
@@ -145,18 +151,35 @@ export class OctaviaRenderer {
    * `unpatched`: without the templater's OSSA-2026-039 checks (ciphers, redirect URLs, L7 rule
    * values), as Octavia 11.0.0-2 renders before Debian's fix (see octavia_render.py).
    */
-  render(spec: LoadBalancerSpec, haproxyVersion: string, settings: OctaviaSettings,
-    ampDetails: OctaviaAmpDetails | null = null, options: { unpatched?: boolean } = {}): Promise<OctaviaRendered> {
+  render(
+    spec: LoadBalancerSpec,
+    haproxyVersion: string,
+    settings: OctaviaSettings,
+    ampDetails: OctaviaAmpDetails | null = null,
+    options: { unpatched?: boolean } = {},
+  ): Promise<OctaviaRendered> {
     return this.request('render', {
-      spec, haproxy_version: haproxyVersion, settings, amp_details: ampDetails, unpatched: options.unpatched ?? false,
+      spec,
+      haproxy_version: haproxyVersion,
+      settings,
+      amp_details: ampDetails,
+      unpatched: options.unpatched ?? false,
     }) as Promise<OctaviaRendered>;
   }
 
   /** Time `iterations` build_config calls on models built once; `warmup` untimed calls go first. */
-  bench(spec: LoadBalancerSpec, haproxyVersion: string, settings: OctaviaSettings, iterations: number,
-    options: { warmup?: number } = {}): Promise<BenchResult> {
+  bench(
+    spec: LoadBalancerSpec,
+    haproxyVersion: string,
+    settings: OctaviaSettings,
+    iterations: number,
+    options: { warmup?: number } = {},
+  ): Promise<BenchResult> {
     return this.request('bench', {
-      spec, haproxy_version: haproxyVersion, settings, iterations,
+      spec,
+      haproxy_version: haproxyVersion,
+      settings,
+      iterations,
       warmup: options.warmup ?? 0,
     }) as Promise<BenchResult>;
   }

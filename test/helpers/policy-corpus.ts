@@ -25,7 +25,9 @@ export interface CorpusConfig {
 }
 
 export function fixtureSpecs(): { file: string; spec: LoadBalancerSpec }[] {
-  return readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort()
+  return readdirSync(FIXTURES)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
     .map((file) => ({ file, spec: validateSpec(JSON.parse(readFileSync(join(FIXTURES, file), 'utf8'))) }));
 }
 
@@ -37,11 +39,15 @@ const VARIANTS: { name: string; settings: Partial<RenderSettings>; octavia?: Oct
   { name: 'no-connection-logging', settings: { connectionLogging: false } },
   { name: 'other-dirs', settings: { basePath: '/srv/amp', baseCertDir: '/srv/amp/tls', timeoutTcpInspect: 5000 } },
   {
-    name: 'tls-defaults', settings: {},
+    name: 'tls-defaults',
+    settings: {},
     octavia: {
-      default_listener_ciphers: 'ECDHE-ECDSA-AES256-GCM-SHA384:TLS_AES_256_GCM_SHA384', default_listener_tls_versions: ['TLSv1.2', 'TLSv1.3'],
-      default_listener_alpn_protocols: ['h2', 'http/1.1'], default_pool_ciphers: 'ECDHE-RSA-AES128-GCM-SHA256',
-      default_pool_tls_versions: ['TLSv1.2'], default_pool_alpn_protocols: ['http/1.1'],
+      default_listener_ciphers: 'ECDHE-ECDSA-AES256-GCM-SHA384:TLS_AES_256_GCM_SHA384',
+      default_listener_tls_versions: ['TLSv1.2', 'TLSv1.3'],
+      default_listener_alpn_protocols: ['h2', 'http/1.1'],
+      default_pool_ciphers: 'ECDHE-RSA-AES128-GCM-SHA256',
+      default_pool_tls_versions: ['TLSv1.2'],
+      default_pool_alpn_protocols: ['http/1.1'],
     },
   },
 ];
@@ -56,8 +62,13 @@ export function agentCorpus(): CorpusConfig[] {
         for (const initStateAtStartup of [true, false]) {
           const text = renderLoadBalancer(spec, settings, { initStateAtStartup, amphora }).haproxyConfig;
           if (text === null) continue;
-          out.push({ origin: `agent ${file} ${v.name} ${amphora ? 'facts' : 'no-facts'} init-state:${initStateAtStartup}`, lbId: spec.id,
-            basePath: settings.basePath, baseCertDir: settings.baseCertDir, text });
+          out.push({
+            origin: `agent ${file} ${v.name} ${amphora ? 'facts' : 'no-facts'} init-state:${initStateAtStartup}`,
+            lbId: spec.id,
+            basePath: settings.basePath,
+            baseCertDir: settings.baseCertDir,
+            text,
+          });
         }
       }
     }
@@ -80,7 +91,8 @@ export async function octaviaCorpus(release: string, r: OctaviaRenderer): Promis
           out.push({ origin, lbId: spec.id, basePath: rs.basePath, baseCertDir: rs.baseCertDir, text });
           // What the agent gives haproxy 2.7+ of Octavia 11-16's health checks (legacy-httpchk.ts) is checked as haproxy runs it.
           const translated = translateLegacyHttpchk(text);
-          if (translated !== text) out.push({ origin: `${origin} translated`, lbId: spec.id, basePath: rs.basePath, baseCertDir: rs.baseCertDir, text: translated });
+          if (translated !== text)
+            out.push({ origin: `${origin} translated`, lbId: spec.id, basePath: rs.basePath, baseCertDir: rs.baseCertDir, text: translated });
         }
       }
     }

@@ -57,7 +57,11 @@ export type PortFile = keyof typeof BLOCKS;
 export class PortBlock {
   private used = 0;
 
-  constructor(readonly file: string, readonly first: number, readonly size: number) {}
+  constructor(
+    readonly file: string,
+    readonly first: number,
+    readonly size: number,
+  ) {}
 
   /** `count` ports for one use (one per haproxy, per release...): the returned function gives the i-th. */
   range(count: number): (i: number) => number {

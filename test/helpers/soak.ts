@@ -115,14 +115,16 @@ function ownFds(pid: number): number {
       return []; // the child exited meanwhile
     }
   };
-  const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
-    } catch {
-      return false;
-    }
-  });
+  const children = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    });
   const theirs = new Set(children.flatMap((c) => links(Number(c))).filter((l) => l.startsWith('pipe:')));
   if (children.length > 0) {
     // "u_str ESTAB 0 0 * <inode> * <peer inode> users:((\"arping\",pid=N,fd=1))"
@@ -140,7 +142,11 @@ function files(root: string): Map<string, number> {
   const out = new Map<string, number>();
   for (const f of filesUnder(root)) {
     let size = 0;
-    try { size = statSync(f.path).size; } catch { /* gone meanwhile */ }
+    try {
+      size = statSync(f.path).size;
+    } catch {
+      /* gone meanwhile */
+    }
     out.set(f.rel, size);
   }
   return out;
@@ -163,7 +169,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const connection = new https.Agent({ keepAlive: true, maxSockets: 1 });
     const failedApplies: string[] = [];
     const kinds: Record<string, number> = {};
-    const count = (k: string) => { kinds[k] = (kinds[k] ?? 0) + 1; };
+    const count = (k: string) => {
+      kinds[k] = (kinds[k] ?? 0) + 1;
+    };
     const expect = (what: string, r: ApiReply, ...ok: number[]) => {
       if (!ok.includes(r.status)) failedApplies.push(`${what}: ${r.status} ${r.text.slice(0, 300)}`);
       return r;
@@ -174,10 +182,17 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const v1Members = new Set<number>(STABLE);
     const upload = async (what: string) => {
       const config = octaviaStyleConfig({
-        lbId: V1, baseDir: a.basePath, bind: `${net.nsIp}:${V1_PORT}`, generation,
+        lbId: V1,
+        baseDir: a.basePath,
+        bind: `${net.nsIp}:${V1_PORT}`,
+        generation,
         members: [...v1Members].sort().map((i) => ({ id: `m${i}`, address: backends[i]!.address })),
       });
-      expect(`${what} upload`, await apiRequest(a, 'PUT', `/1.0/loadbalancer/${a.amphoraId}/${V1}/haproxy`, { raw: config, headers: { 'Content-Type': 'text/plain' }, connection }), 202);
+      expect(
+        `${what} upload`,
+        await apiRequest(a, 'PUT', `/1.0/loadbalancer/${a.amphoraId}/${V1}/haproxy`, { raw: config, headers: { 'Content-Type': 'text/plain' }, connection }),
+        202,
+      );
     };
     /** Octavia's pair: upload, then reload. */
     const uploadAndReload = async (what: string) => {
@@ -192,15 +207,23 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const v2Members = new Map<number, number>(STABLE.map((i) => [i, 1]));
     const memberBody = (i: number, weight: number) => ({ address: backends[i]!.host, protocol_port: backends[i]!.port, weight });
     const spec = () => ({
-      id: V2, vip_address: net.nsIp,
-      listeners: [{
-        id: 'l-soak', protocol: 'HTTP', protocol_port: V2_PORT, connection_limit: connectionLimit,
-        default_pool: {
-          id: POOL, protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
-          healthmonitor: { type: 'HTTP', delay: 1, timeout: 1, max_retries: 2, max_retries_down: 2, url_path: CHECK_PATH },
-          members: [...v2Members].sort(([x], [y]) => x - y).map(([i, w]) => ({ id: `m${i}`, ...memberBody(i, w) })),
+      id: V2,
+      vip_address: net.nsIp,
+      listeners: [
+        {
+          id: 'l-soak',
+          protocol: 'HTTP',
+          protocol_port: V2_PORT,
+          connection_limit: connectionLimit,
+          default_pool: {
+            id: POOL,
+            protocol: 'HTTP',
+            lb_algorithm: 'ROUND_ROBIN',
+            healthmonitor: { type: 'HTTP', delay: 1, timeout: 1, max_retries: 2, max_retries_down: 2, url_path: CHECK_PATH },
+            members: [...v2Members].sort(([x], [y]) => x - y).map(([i, w]) => ({ id: `m${i}`, ...memberBody(i, w) })),
+          },
         },
-      }],
+      ],
     });
     const v2Result = (kind: string, r: ApiReply) => {
       expect(kind, r, 200, 201);
@@ -208,10 +231,14 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     };
     const putSpec = async (kind: string) => v2Result(kind, await apiRequest(a, 'PUT', `/2.0/loadbalancers/${V2}`, { body: spec(), connection }));
     await putSpec('first spec');
-    await waitFor('both load balancers to serve', async () => {
-      const ok = async (port: number) => (await fetch(`http://${net.nsIp}:${port}/`).catch(() => null))?.status === 200;
-      return (await ok(V1_PORT)) && (await ok(V2_PORT));
-    }, 20_000);
+    await waitFor(
+      'both load balancers to serve',
+      async () => {
+        const ok = async (port: number) => (await fetch(`http://${net.nsIp}:${port}/`).catch(() => null))?.status === 200;
+        return (await ok(V1_PORT)) && (await ok(V2_PORT));
+      },
+      20_000,
+    );
 
     const rate = o.rate ?? 100;
     loads.push(new LoadGenerator(`http://${net.nsIp}:${V1_PORT}/`, rate, 4).start(), new LoadGenerator(`http://${net.nsIp}:${V2_PORT}/`, rate, 4).start());
@@ -274,7 +301,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       if (n % o.sampleEvery === 0) samples.push(sample(pid, n));
       if (n % 500 === 0) {
         const s = samples[samples.length - 1]!;
-        log(`${n} applies, ${Math.round((Date.now() - started) / 1000)} s, RSS ${s.rssKb} kB, ${s.fds} fds, ${loads.reduce((t, l) => t + l.failures.length, 0)} failed requests, ${failedApplies.length} failed applies`);
+        log(
+          `${n} applies, ${Math.round((Date.now() - started) / 1000)} s, RSS ${s.rssKb} kB, ${s.fds} fds, ${loads.reduce((t, l) => t + l.failures.length, 0)} failed requests, ${failedApplies.length} failed applies`,
+        );
       }
     }
     const seconds = (Date.now() - started) / 1000;
@@ -288,7 +317,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     };
     const steady = samples.filter((s) => s.apply >= (o.warmup ?? o.applies / 10));
     return {
-      applies: o.applies, seconds, kinds, reloads,
+      applies: o.applies,
+      seconds,
+      kinds,
+      reloads,
       requests: loads.reduce((t, l) => t + l.records.filter((r) => r.start >= settle).length, 0),
       failedRequests: loads.flatMap((l, i) => l.failures.map((r) => `${i === 0 ? V1 : V2}: ${r.status ?? r.error} at +${r.start - started} ms`)),
       failedApplies,

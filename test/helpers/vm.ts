@@ -51,7 +51,9 @@ function sh(cmd: string, args: string[]): string {
 function buildImage(kind: 'vm-test' | 'production' | 'reference'): { path: string; summary: string } {
   const started = Date.now();
   const build = spawnSync('bash', [join(REPO, 'image-build/build.sh'), kind], {
-    encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30 * 60_000,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 30 * 60_000,
     env: { ...process.env, AMPHORA_IMAGE_REUSE: process.env.AMPHORA_IMAGE_REUSE ?? '1' },
   });
   if (build.status !== 0) throw new Error(`image-build/build.sh ${kind} failed (${build.status}):\n${build.stderr}\n${build.stdout.slice(-3000)}`);
@@ -93,8 +95,14 @@ export function vmImage(): VmImage {
   try {
     sh('tar', ['-xf', tar, '-C', root, '--numeric-owner']);
     const boot = readdirSync(join(root, 'boot'));
-    const kernel = boot.filter((f) => f.startsWith('vmlinuz-')).sort().pop();
-    const initrd = boot.filter((f) => f.startsWith('initrd.img-')).sort().pop();
+    const kernel = boot
+      .filter((f) => f.startsWith('vmlinuz-'))
+      .sort()
+      .pop();
+    const initrd = boot
+      .filter((f) => f.startsWith('initrd.img-'))
+      .sort()
+      .pop();
     if (!kernel || !initrd) throw new Error(`${tar} has no kernel and initramfs in /boot (${boot.join(' ')})`);
     // Room for what the tests write; cloud-init grows it to the overlay's size at first boot.
     const usedMb = Number(sh('du', ['-sm', '--apparent-size', root]).split('\t')[0]);
@@ -128,15 +136,47 @@ export async function kvmBoots(kernel: string, deadlineMs = 60_000): Promise<boo
 }
 
 async function probeKvm(kernel: string, deadlineMs: number): Promise<boolean> {
-  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'qemu-system-x86_64',
-    '-accel', 'kvm', '-cpu', 'host', '-m', '256', '-smp', '1', '-nodefaults', '-display', 'none', '-no-reboot',
-    '-serial', 'stdio', '-kernel', kernel, '-append', 'console=ttyS0 panic=-1 root=/dev/nonexistent rootwait=1',
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    'setpriv',
+    [
+      '--pdeathsig',
+      'KILL',
+      '--',
+      'qemu-system-x86_64',
+      '-accel',
+      'kvm',
+      '-cpu',
+      'host',
+      '-m',
+      '256',
+      '-smp',
+      '1',
+      '-nodefaults',
+      '-display',
+      'none',
+      '-no-reboot',
+      '-serial',
+      'stdio',
+      '-kernel',
+      kernel,
+      '-append',
+      'console=ttyS0 panic=-1 root=/dev/nonexistent rootwait=1',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { out += d; });
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  child.stderr.on('data', (d) => {
+    out += d;
+  });
   try {
-    await waitFor('the KVM probe kernel to look for its root', () => /VFS: Unable to mount root|Kernel panic|Waiting for root device/.test(out) || child.exitCode !== null, deadlineMs);
+    await waitFor(
+      'the KVM probe kernel to look for its root',
+      () => /VFS: Unable to mount root|Kernel panic|Waiting for root device/.test(out) || child.exitCode !== null,
+      deadlineMs,
+    );
   } catch {
     return false;
   } finally {
@@ -187,11 +227,17 @@ class Qmp {
   }
 
   static async connect(path: string): Promise<Qmp> {
-    const socket = await waitFor(`QMP socket ${path}`, () => new Promise<Socket | null>((resolve) => {
-      const s = createConnection(path);
-      s.once('connect', () => resolve(s));
-      s.once('error', () => resolve(null));
-    }), 30_000, 200);
+    const socket = await waitFor(
+      `QMP socket ${path}`,
+      () =>
+        new Promise<Socket | null>((resolve) => {
+          const s = createConnection(path);
+          s.once('connect', () => resolve(s));
+          s.once('error', () => resolve(null));
+        }),
+      30_000,
+      200,
+    );
     const qmp = new Qmp(socket as Socket);
     await waitFor('the QMP greeting', () => qmp.events.some((e) => 'QMP' in e), 30_000);
     await qmp.execute('qmp_capabilities');
@@ -228,26 +274,48 @@ export class Vm {
     const o = this.options;
     sh('qemu-img', ['create', '-q', '-f', 'qcow2', '-b', o.image.disk, '-F', o.image.format, this.overlay, `${o.diskGb ?? 4}G`]);
     // Without a kernel, SeaBIOS boots the disk's own bootloader, as Nova's default firmware does.
-    const directBoot = o.image.kernel
-      ? ['-kernel', o.image.kernel, '-initrd', o.image.initrd!, '-append', 'root=LABEL=cloudimg-rootfs rw console=ttyS0']
-      : [];
+    const directBoot = o.image.kernel ? ['-kernel', o.image.kernel, '-initrd', o.image.initrd!, '-append', 'root=LABEL=cloudimg-rootfs rw console=ttyS0'] : [];
     const qmpPath = join(o.dir, 'qmp.sock');
     // setpriv --pdeathsig: qemu goes with the test process, even when the
     // runner SIGKILLs a file that overran its time limit.
-    this.child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'qemu-system-x86_64',
-      ...(o.kvm ? ['-accel', 'kvm', '-cpu', 'host'] : ['-accel', 'tcg']),
-      '-m', String(o.memoryMb ?? 1024), '-smp', '1', '-nodefaults', '-display', 'none',
-      ...directBoot,
-      '-drive', `file=${this.overlay},if=virtio,format=qcow2,cache=unsafe`,
-      '-drive', `file=${o.configDrive},if=virtio,format=raw,readonly=on`,
-      '-netdev', `user,id=mgmt,hostfwd=tcp:127.0.0.1:${o.apiPort}-:9443,hostfwd=tcp:127.0.0.1:${o.sshPort}-:22`,
-      // romfile=: no PXE option ROM (Nova's guests boot from disk; ipxe-qemu is only a Recommends).
-      '-device', `virtio-net-pci,netdev=mgmt,mac=${o.mac},romfile=`,
-      '-serial', `file:${this.console}`, '-qmp', `unix:${qmpPath},server=on,wait=off`,
-      '-rtc', 'base=utc',
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child = spawn(
+      'setpriv',
+      [
+        '--pdeathsig',
+        'KILL',
+        '--',
+        'qemu-system-x86_64',
+        ...(o.kvm ? ['-accel', 'kvm', '-cpu', 'host'] : ['-accel', 'tcg']),
+        '-m',
+        String(o.memoryMb ?? 1024),
+        '-smp',
+        '1',
+        '-nodefaults',
+        '-display',
+        'none',
+        ...directBoot,
+        '-drive',
+        `file=${this.overlay},if=virtio,format=qcow2,cache=unsafe`,
+        '-drive',
+        `file=${o.configDrive},if=virtio,format=raw,readonly=on`,
+        '-netdev',
+        `user,id=mgmt,hostfwd=tcp:127.0.0.1:${o.apiPort}-:9443,hostfwd=tcp:127.0.0.1:${o.sshPort}-:22`,
+        // romfile=: no PXE option ROM (Nova's guests boot from disk; ipxe-qemu is only a Recommends).
+        '-device',
+        `virtio-net-pci,netdev=mgmt,mac=${o.mac},romfile=`,
+        '-serial',
+        `file:${this.console}`,
+        '-qmp',
+        `unix:${qmpPath},server=on,wait=off`,
+        '-rtc',
+        'base=utc',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let stderr = '';
-    this.child.stderr!.on('data', (d) => { stderr += d; });
+    this.child.stderr!.on('data', (d) => {
+      stderr += d;
+    });
     this.child.on('exit', (code, signal) => {
       if (code !== 0 && signal !== 'SIGKILL' && signal !== 'SIGTERM') console.error(`qemu exited (${signal ?? code}): ${stderr}`);
     });
@@ -270,10 +338,15 @@ export class Vm {
 
   /** Wait for a line on the serial console; returns seconds since power-on. */
   async waitConsole(what: string, re: RegExp, timeoutMs: number): Promise<number> {
-    await waitFor(what, () => {
-      if (this.exited) throw new Error(`qemu exited while waiting for ${what}:\n${this.consoleText().slice(-3000)}`);
-      return re.test(this.consoleText());
-    }, timeoutMs, 500);
+    await waitFor(
+      what,
+      () => {
+        if (this.exited) throw new Error(`qemu exited while waiting for ${what}:\n${this.consoleText().slice(-3000)}`);
+        return re.test(this.consoleText());
+      },
+      timeoutMs,
+      500,
+    );
     return (Date.now() - this.startedAt) / 1000;
   }
 
@@ -287,7 +360,11 @@ export class Vm {
 
 /** ssh into the guest as the image's default user (the key Nova puts in public-keys). */
 export class GuestShell {
-  constructor(readonly port: number, readonly key: string, readonly user = 'debian') {}
+  constructor(
+    readonly port: number,
+    readonly key: string,
+    readonly user = 'debian',
+  ) {}
 
   run(command: string, timeoutMs = 60_000): { status: number | null; stdout: string; stderr: string } {
     const r = spawnSync('ssh', this.sshArgs(command), { encoding: 'utf8', timeout: timeoutMs });
@@ -297,14 +374,30 @@ export class GuestShell {
   /** run's output, without blocking the caller's event loop (members and clients served from it keep going); throws unless it exits 0. */
   output(command: string, timeoutMs = 60_000): Promise<string> {
     return new Promise((resolve, reject) => {
-      execFile('ssh', this.sshArgs(command), { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 256 * 2 ** 20 }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+      execFile('ssh', this.sshArgs(command), { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 256 * 2 ** 20 }, (err, stdout) =>
+        err ? reject(err) : resolve(stdout),
+      );
     });
   }
 
   private sshArgs(command: string): string[] {
     return [
-      '-i', this.key, '-p', String(this.port), '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
-      '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=20', '-o', 'LogLevel=ERROR', `${this.user}@127.0.0.1`, command,
+      '-i',
+      this.key,
+      '-p',
+      String(this.port),
+      '-o',
+      'StrictHostKeyChecking=no',
+      '-o',
+      'UserKnownHostsFile=/dev/null',
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      'ConnectTimeout=20',
+      '-o',
+      'LogLevel=ERROR',
+      `${this.user}@127.0.0.1`,
+      command,
     ];
   }
 

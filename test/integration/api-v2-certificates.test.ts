@@ -32,28 +32,37 @@ HAPROXIES.forEach((h, hi) => {
     return readFileSync(issue(ca, name, { dnsName: cn, usage: 'serverAuth' }).pem);
   };
   const spec = () => ({
-    id: LB, vip_address: net.nsIp,
-    listeners: [{
-      id: 'l-tls', protocol: 'TERMINATED_HTTPS', protocol_port: PORT, connection_limit: 500,
-      default_tls_container_ref: 'server.pem',
-      default_pool: { id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: member.host, protocol_port: member.port }] },
-    }],
+    id: LB,
+    vip_address: net.nsIp,
+    listeners: [
+      {
+        id: 'l-tls',
+        protocol: 'TERMINATED_HTTPS',
+        protocol_port: PORT,
+        connection_limit: 500,
+        default_tls_container_ref: 'server.pem',
+        default_pool: { id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: member.host, protocol_port: member.port }] },
+      },
+    ],
   });
-  const served = () => new Promise<string>((resolve, reject) => {
-    const sock = tls.connect({ host: net.nsIp, port: PORT, rejectUnauthorized: false }, () => {
-      const cn = String(sock.getPeerCertificate().subject?.CN);
-      sock.destroy();
-      resolve(cn);
+  const served = () =>
+    new Promise<string>((resolve, reject) => {
+      const sock = tls.connect({ host: net.nsIp, port: PORT, rejectUnauthorized: false }, () => {
+        const cn = String(sock.getPeerCertificate().subject?.CN);
+        sock.destroy();
+        resolve(cn);
+      });
+      sock.on('error', reject);
     });
-    sock.on('error', reject);
-  });
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('v2-tls');
-    member = await new TestBackend('m', net.hostIp, MEMBER(hi)).start();
-    agent = await startAgent(h, dir, net.netns, AGENT(hi));
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('v2-tls');
+      member = await new TestBackend('m', net.hostIp, MEMBER(hi)).start();
+      agent = await startAgent(h, dir, net.netns, AGENT(hi));
+    }),
+  );
 
   t.after(async () => {
     await apiRequest(agent, 'DELETE', `/2.0/loadbalancers/${LB}`).catch(() => undefined);

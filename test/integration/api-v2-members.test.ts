@@ -29,14 +29,21 @@ function spec(vip: string, members: { id: string; backend: TestBackend }[]) {
   return {
     id: LB,
     vip_address: vip,
-    listeners: [{
-      id: 'l-http', protocol: 'HTTP', protocol_port: PORT, connection_limit: 1000,
-      default_pool: {
-        id: POOL, protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
-        healthmonitor: { type: 'HTTP', delay: 1, timeout: 1, max_retries: 2, max_retries_down: 2, url_path: CHECK_PATH },
-        members: members.map((m) => ({ id: m.id, ...member(m.backend) })),
+    listeners: [
+      {
+        id: 'l-http',
+        protocol: 'HTTP',
+        protocol_port: PORT,
+        connection_limit: 1000,
+        default_pool: {
+          id: POOL,
+          protocol: 'HTTP',
+          lb_algorithm: 'ROUND_ROBIN',
+          healthmonitor: { type: 'HTTP', delay: 1, timeout: 1, max_retries: 2, max_retries_down: 2, url_path: CHECK_PATH },
+          members: members.map((m) => ({ id: m.id, ...member(m.backend) })),
+        },
       },
-    }],
+    ],
   };
 }
 
@@ -59,23 +66,30 @@ HAPROXIES.forEach((h, hi) => {
   const getLb = () => apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}`);
   const configFile = () => join(agent.basePath, LB, 'haproxy.cfg');
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('v2-members');
-    for (let i = 0; i < 8; i++) backends.push(await new TestBackend(`b${i}`, net.hostIp, basePort + i).start());
-    agent = await startAgent(h, dir, net.netns, agentPort);
-    const created = await apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}`, {
-      body: spec(net.nsIp, [{ id: 'm0', backend: backends[0]! }, { id: 'm1', backend: backends[1]! }]),
-    });
-    assert.is(created.status, 201, created.text);
-    await waitFor('members UP', async () => (await servers()).filter((s) => s.opState === 2).length === 2, 10_000);
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('v2-members');
+      for (let i = 0; i < 8; i++) backends.push(await new TestBackend(`b${i}`, net.hostIp, basePort + i).start());
+      agent = await startAgent(h, dir, net.netns, agentPort);
+      const created = await apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}`, {
+        body: spec(net.nsIp, [
+          { id: 'm0', backend: backends[0]! },
+          { id: 'm1', backend: backends[1]! },
+        ]),
+      });
+      assert.is(created.status, 201, created.text);
+      await waitFor('members UP', async () => (await servers()).filter((s) => s.opState === 2).length === 2, 10_000);
+    }),
+  );
 
   t.after(async () => {
     await agent?.stop();
     try {
       process.kill(Number(readFileSync(join(agent.basePath, LB, `${LB}.pid`), 'utf8')), 'SIGTERM');
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
     await Promise.all(backends.map((b) => b.stop()));
     net?.destroy();
   });
@@ -106,18 +120,29 @@ HAPROXIES.forEach((h, hi) => {
       const up = await putMember('m2', member(fresh, { weight: 5 }));
       assert.equal(up.json.runtime, [`admin-up ${POOL}:l-http/m2`]);
       // Back in service only once its checks passed again: UP and out of the agent's hold (admin state 0).
-      await waitFor('m2 UP and ready again', async () => {
-        const m2 = (await servers()).find((s) => s.server === 'm2');
-        return m2?.opState === 2 && m2.adminState === 0;
-      }, 15_000);
+      await waitFor(
+        'm2 UP and ready again',
+        async () => {
+          const m2 = (await servers()).find((s) => s.server === 'm2');
+          return m2?.opState === 2 && m2.adminState === 0;
+        },
+        15_000,
+      );
 
       // The slow request lands on m2 while m0 and m1 weigh 0; they are back before m2 goes.
-      for (const [id, b] of [['m0', backends[0]!], ['m1', backends[1]!]] as const) {
+      for (const [id, b] of [
+        ['m0', backends[0]!],
+        ['m1', backends[1]!],
+      ] as const) {
         assert.equal((await putMember(id, member(b, { weight: 0 }))).json.runtime, [`weight ${POOL}:l-http/${id}`]);
       }
       const slow = fetch(`http://${net.nsIp}:${PORT}/slow/1500`).then(async (r) => ({ status: r.status, member: r.headers.get('x-member') }));
       await sleep(200);
-      for (const [id, b] of [['m0', backends[0]!], ['m1', backends[1]!]] as const) assert.is((await putMember(id, member(b))).json.result, 'runtime');
+      for (const [id, b] of [
+        ['m0', backends[0]!],
+        ['m1', backends[1]!],
+      ] as const)
+        assert.is((await putMember(id, member(b))).json.result, 'runtime');
       const started = Date.now();
       const removed = await deleteMember('m2');
       const took = Date.now() - started;
@@ -140,7 +165,7 @@ HAPROXIES.forEach((h, hi) => {
     const next = String(added.headers.etag);
     assert.is.not(next, etag);
     const got = await getLb();
-    assert.is(got.headers.etag, next, 'GET has the member call\'s ETag');
+    assert.is(got.headers.etag, next, "GET has the member call's ETag");
     assert.match(got.json.config, /^ {4}server m3 /m);
     await waitFor('the config on disk', () => readFileSync(configFile(), 'utf8') === got.json.config, 10_000);
     // The same spec through a whole PUT: unchanged, and the same ETag.
@@ -159,7 +184,11 @@ HAPROXIES.forEach((h, hi) => {
     assert.is(dry.json.plan, 'runtime');
     assert.equal(dry.json.runtime, [`add ${POOL}:l-http/m4`]);
     assert.match(dry.json.config, /^ {4}server m4 /m);
-    assert.equal((await servers()).map((s) => s.server), before.map((s) => s.server), 'dry_run changed nothing');
+    assert.equal(
+      (await servers()).map((s) => s.server),
+      before.map((s) => s.server),
+      'dry_run changed nothing',
+    );
     assert.is((await getLb()).headers.etag, next, 'dry_run stored nothing');
 
     assert.is((await putMember('m3', member(backends[3]!))).json.result, 'unchanged');
@@ -180,7 +209,10 @@ HAPROXIES.forEach((h, hi) => {
     wholeSpec.listeners[0].default_pool.members[0].weight = 9;
     const whole = apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}`, { body: wholeSpec });
     const replies = await Promise.all([...calls, whole]);
-    assert.ok(replies.every((r) => r.status === 200), replies.map((r) => `${r.status} ${r.text}`).join('\n'));
+    assert.ok(
+      replies.every((r) => r.status === 200),
+      replies.map((r) => `${r.status} ${r.text}`).join('\n'),
+    );
     const final = await getLb();
     const stored = (final.json.spec.listeners[0].default_pool.members as { id: string; weight: number }[]).map((m) => `${m.id}:${m.weight}`).sort();
     const running = (await servers()).map((s) => `${s.server}:${s.raw.split(/\s+/)[7]}`).sort();

@@ -24,24 +24,39 @@ const BACKENDS = HAPROXIES.map(() => PORTS.range(12));
 const LB = 'lb-v2';
 const PORT = 8080;
 
-interface Member { id: string; backend: TestBackend; weight?: number; admin_state_up?: boolean }
+interface Member {
+  id: string;
+  backend: TestBackend;
+  weight?: number;
+  admin_state_up?: boolean;
+}
 
 function spec(vip: string, members: Member[], extra: { timeout_client_data?: number } = {}) {
   return {
     id: LB,
     vip_address: vip,
-    listeners: [{
-      id: 'l-http', protocol: 'HTTP', protocol_port: PORT, connection_limit: 1000, ...extra,
-      default_pool: {
-        id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
-        healthmonitor: { type: 'HTTP', delay: 1, timeout: 1, max_retries: 2, max_retries_down: 2, url_path: CHECK_PATH },
-        members: members.map((m) => ({
-          id: m.id, address: m.backend.host, protocol_port: m.backend.port,
-          ...(m.weight !== undefined ? { weight: m.weight } : {}),
-          ...(m.admin_state_up !== undefined ? { admin_state_up: m.admin_state_up } : {}),
-        })),
+    listeners: [
+      {
+        id: 'l-http',
+        protocol: 'HTTP',
+        protocol_port: PORT,
+        connection_limit: 1000,
+        ...extra,
+        default_pool: {
+          id: 'p-web',
+          protocol: 'HTTP',
+          lb_algorithm: 'ROUND_ROBIN',
+          healthmonitor: { type: 'HTTP', delay: 1, timeout: 1, max_retries: 2, max_retries_down: 2, url_path: CHECK_PATH },
+          members: members.map((m) => ({
+            id: m.id,
+            address: m.backend.host,
+            protocol_port: m.backend.port,
+            ...(m.weight !== undefined ? { weight: m.weight } : {}),
+            ...(m.admin_state_up !== undefined ? { admin_state_up: m.admin_state_up } : {}),
+          })),
+        },
       },
-    }],
+    ],
   };
 }
 
@@ -59,12 +74,14 @@ HAPROXIES.forEach((h, hi) => {
     apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}${query}`, { body, headers });
   const backend = (i: number) => backends[i]!;
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('v2');
-    for (let i = 0; i < 12; i++) backends.push(await new TestBackend(`b${i}`, net.hostIp, backendPort(i)).start());
-    agent = await startAgent(h, dir, net.netns, AGENT(hi));
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('v2');
+      for (let i = 0; i < 12; i++) backends.push(await new TestBackend(`b${i}`, net.hostIp, backendPort(i)).start());
+      agent = await startAgent(h, dir, net.netns, AGENT(hi));
+    }),
+  );
 
   t.after(async () => {
     await agent?.stop();
@@ -72,13 +89,20 @@ HAPROXIES.forEach((h, hi) => {
     // the load balancer, but a failed run may leave it running.
     try {
       process.kill(Number(readFileSync(agentHaproxy(agent, LB).files.pidFile, 'utf8')), 'SIGTERM');
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
     await Promise.all(backends.map((b) => b.stop()));
     net?.destroy();
   });
 
   t('PUT creates the load balancer (201, ETag); GET returns spec, ETag and config; the spec is checked', async () => {
-    const created = await put(spec(net.nsIp, [{ id: 'm0', backend: backend(0) }, { id: 'm1', backend: backend(1) }]));
+    const created = await put(
+      spec(net.nsIp, [
+        { id: 'm0', backend: backend(0) },
+        { id: 'm1', backend: backend(1) },
+      ]),
+    );
     assert.is(created.status, 201, created.text);
     assert.is(created.json.result, 'started');
     assert.ok(created.headers.etag);
@@ -101,7 +125,10 @@ HAPROXIES.forEach((h, hi) => {
   });
 
   t('the same spec again is "unchanged"; dry_run plans without touching haproxy', async () => {
-    const current = spec(net.nsIp, [{ id: 'm0', backend: backend(0) }, { id: 'm1', backend: backend(1) }]);
+    const current = spec(net.nsIp, [
+      { id: 'm0', backend: backend(0) },
+      { id: 'm1', backend: backend(1) },
+    ]);
     const again = await put(current);
     assert.is(again.status, 200);
     assert.is(again.json.result, 'unchanged');
@@ -118,7 +145,10 @@ HAPROXIES.forEach((h, hi) => {
   });
 
   t('20 rounds of add / weight / admin down / remove under load: 0 failed requests, 0 reloads', async () => {
-    const base: Member[] = [{ id: 'm0', backend: backend(0) }, { id: 'm1', backend: backend(1) }];
+    const base: Member[] = [
+      { id: 'm0', backend: backend(0) },
+      { id: 'm1', backend: backend(1) },
+    ];
     const before = await processTable();
     const load = new LoadGenerator(`http://${net.nsIp}:${PORT}/`, 200).start();
     try {
@@ -189,10 +219,14 @@ HAPROXIES.forEach((h, hi) => {
     const keep: Member[] = [2, 3, 4, 5].map((i) => ({ id: `new${i - 2}`, backend: backend(i) }));
     let res = await put(spec(net.nsIp, [drainee]));
     assert.is(res.json.result, 'runtime', res.text);
-    await waitFor('drainee alone and UP', async () => {
-      const s = await servers();
-      return s.length === 1 && s[0]!.opState === 2;
-    }, 15_000);
+    await waitFor(
+      'drainee alone and UP',
+      async () => {
+        const s = await servers();
+        return s.length === 1 && s[0]!.opState === 2;
+      },
+      15_000,
+    );
     const slow = fetch(`http://${net.nsIp}:${PORT}/slow/1500`).then(async (r) => ({ status: r.status, member: r.headers.get('x-member') }));
     await sleep(200);
     const started = Date.now();
@@ -216,20 +250,30 @@ HAPROXIES.forEach((h, hi) => {
     assert.is(stale.headers.etag, ok.headers.etag, 'the 412 carries the current ETag');
 
     const writes = await Promise.all(Array.from({ length: 20 }, (_, i) => put(spec(net.nsIp, members(10 + i)))));
-    assert.ok(writes.every((w) => w.status === 200), writes.map((w) => w.status).join(','));
+    assert.ok(
+      writes.every((w) => w.status === 200),
+      writes.map((w) => w.status).join(','),
+    );
     const final = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}`);
     const weights = new Set((final.json.spec.listeners[0].default_pool.members as { weight: number }[]).map((m) => m.weight));
-    assert.is(weights.size, 1, 'the stored spec is one writer\'s');
+    assert.is(weights.size, 1, "the stored spec is one writer's");
     const w = [...weights][0]!;
     const cfg = readFileSync(agentHaproxy(agent, LB).files.config, 'utf8');
     assert.is(cfg, final.json.config);
-    assert.is([...cfg.matchAll(/ weight (\d+)/g)].filter((m) => Number(m[1]) !== w).length, 0, 'the config on disk is the same writer\'s');
+    assert.is([...cfg.matchAll(/ weight (\d+)/g)].filter((m) => Number(m[1]) !== w).length, 0, "the config on disk is the same writer's");
     const running = await servers();
-    assert.ok(running.every((e) => e.raw.split(/\s+/)[7] === String(w)), `haproxy runs weight ${w}`);
+    assert.ok(
+      running.every((e) => e.raw.split(/\s+/)[7] === String(w)),
+      `haproxy runs weight ${w}`,
+    );
   });
 
-  t('after runtime changes, an agent restart and a reload, haproxy runs exactly the last spec\'s members', async () => {
-    const last: Member[] = [{ id: 'new0', backend: backend(2) }, { id: 'new1', backend: backend(3) }, { id: 'back', backend: backend(10) }];
+  t("after runtime changes, an agent restart and a reload, haproxy runs exactly the last spec's members", async () => {
+    const last: Member[] = [
+      { id: 'new0', backend: backend(2) },
+      { id: 'new1', backend: backend(3) },
+      { id: 'back', backend: backend(10) },
+    ];
     const res = await put(spec(net.nsIp, last));
     assert.is(res.json.result, 'runtime', res.text);
     await agent.stop();
@@ -243,7 +287,11 @@ HAPROXIES.forEach((h, hi) => {
   });
 
   t('a member added while not ready, then an agent restart: it still needs its check, and comes UP once ready', async () => {
-    const last: Member[] = [{ id: 'new0', backend: backend(2) }, { id: 'new1', backend: backend(3) }, { id: 'back', backend: backend(10) }];
+    const last: Member[] = [
+      { id: 'new0', backend: backend(2) },
+      { id: 'new1', backend: backend(3) },
+      { id: 'back', backend: backend(10) },
+    ];
     const late = backend(11);
     await late.setMode('not-ready');
     const before = late.requests;
@@ -257,7 +305,9 @@ HAPROXIES.forEach((h, hi) => {
     assert.not.equal((await servers()).find((s) => s.server === 'late')?.opState, 2, 'UP while not ready');
     // Held down and its check failed (not disabled): the status (and the heartbeat) say ERROR, not OFFLINE.
     const status = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}/status`);
-    const lateStatus = status.json.pools.flatMap((p: { members: { id: string; operating_status: string }[] }) => p.members).find((m: { id: string }) => m.id === 'late');
+    const lateStatus = status.json.pools
+      .flatMap((p: { members: { id: string; operating_status: string }[] }) => p.members)
+      .find((m: { id: string }) => m.id === 'late');
     assert.is(lateStatus?.operating_status, 'ERROR', JSON.stringify(lateStatus));
     await late.setMode('ready');
     await waitFor('late UP after the restart', async () => (await servers()).find((s) => s.server === 'late')?.opState === 2, 15_000);
@@ -267,13 +317,23 @@ HAPROXIES.forEach((h, hi) => {
   });
 
   t('a UDP listener goes to keepalived LVS: config written and valid; started, or the missing IPVS reported', async () => {
-    const last: Member[] = [{ id: 'new0', backend: backend(2) }, { id: 'new1', backend: backend(3) }, { id: 'back', backend: backend(10) }];
+    const last: Member[] = [
+      { id: 'new0', backend: backend(2) },
+      { id: 'new1', backend: backend(3) },
+      { id: 'back', backend: backend(10) },
+    ];
     const withUdp = spec(net.nsIp, last) as ReturnType<typeof spec> & { listeners: object[] };
     withUdp.listeners.push({
-      id: 'l-dns', protocol: 'UDP', protocol_port: 5353,
-      default_pool: { id: 'p-dns', protocol: 'UDP', lb_algorithm: 'ROUND_ROBIN',
+      id: 'l-dns',
+      protocol: 'UDP',
+      protocol_port: 5353,
+      default_pool: {
+        id: 'p-dns',
+        protocol: 'UDP',
+        lb_algorithm: 'ROUND_ROBIN',
         healthmonitor: { type: 'UDP-CONNECT', delay: 5, timeout: 3, max_retries: 2 },
-        members: [{ id: 'd1', address: net.hostIp, protocol_port: 5353 }] },
+        members: [{ id: 'd1', address: net.hostIp, protocol_port: 5353 }],
+      },
     });
     const before = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}`);
     const res = await put(withUdp);
@@ -283,7 +343,7 @@ HAPROXIES.forEach((h, hi) => {
       // This kernel has no IP_VS: keepalived exits at once, and the agent says so.
       assert.is(res.status, 500, res.text);
       assert.is(res.json.error, 'keepalived_failed');
-      assert.ok(res.json.problems.length > 0, 'keepalived\'s own words are passed on');
+      assert.ok(res.json.problems.length > 0, "keepalived's own words are passed on");
       const after = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}`);
       assert.is(after.headers.etag, before.headers.etag, 'a spec that did not apply is not stored');
       assert.not.ok(existsSync(lvsConf), 'the listener of the failed apply is gone');
@@ -303,10 +363,14 @@ HAPROXIES.forEach((h, hi) => {
 
   t('status follows haproxy; OpenAPI is served and matches docs/openapi-2.0.json; DELETE removes', async () => {
     await backend(10).setMode('not-ready');
-    await waitFor('back DOWN in /status', async () => {
-      const s = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}/status`);
-      return s.json.pools[0].members.find((m: { id: string }) => m.id === 'back')?.operating_status === 'ERROR';
-    }, 10_000);
+    await waitFor(
+      'back DOWN in /status',
+      async () => {
+        const s = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}/status`);
+        return s.json.pools[0].members.find((m: { id: string }) => m.id === 'back')?.operating_status === 'ERROR';
+      },
+      10_000,
+    );
     const s = await apiRequest(agent, 'GET', `/2.0/loadbalancers/${LB}/status`);
     assert.equal(s.json.listeners, [{ id: 'l-http', haproxy_status: 'OPEN', operating_status: 'ONLINE' }]);
     assert.is(s.json.pools[0].members.find((m: { id: string }) => m.id === 'new0').operating_status, 'ONLINE');

@@ -52,24 +52,26 @@ HAPROXIES.forEach((h, hi) => {
   let certPem: Buffer;
   let filler = '';
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('df');
-    mount = join(dir, 'lib');
-    mkdirSync(mount);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0755', 'tmpfs', mount]);
-    mounts.push(mount);
-    const root = chrootOf(h);
-    if (root) {
-      execFileSync('mount', ['--bind', mount, join(root, mount)]);
-      mounts.push(join(root, mount));
-    }
-    member = await new TestBackend('member', net.hostIp, MEMBER(hi)).start();
-    agent = await startAgent(h, dir, net.netns, AGENT(hi));
-    const ca = makeCa(join(dir, 'pki'), 'tls-ca');
-    certPem = readFileSync(issue(ca, 'lb', { dnsName: 'lb.example.test', usage: 'serverAuth' }).pem);
-    filler = join(mount, 'filler');
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('df');
+      mount = join(dir, 'lib');
+      mkdirSync(mount);
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0755', 'tmpfs', mount]);
+      mounts.push(mount);
+      const root = chrootOf(h);
+      if (root) {
+        execFileSync('mount', ['--bind', mount, join(root, mount)]);
+        mounts.push(join(root, mount));
+      }
+      member = await new TestBackend('member', net.hostIp, MEMBER(hi)).start();
+      agent = await startAgent(h, dir, net.netns, AGENT(hi));
+      const ca = makeCa(join(dir, 'pki'), 'tls-ca');
+      certPem = readFileSync(issue(ca, 'lb', { dnsName: 'lb.example.test', usage: 'serverAuth' }).pem);
+      filler = join(mount, 'filler');
+    }),
+  );
 
   t.after(async () => {
     await agent?.stop();
@@ -78,10 +80,15 @@ HAPROXIES.forEach((h, hi) => {
     for (const m of mounts.reverse()) execFileSync('umount', ['-l', m]);
   });
 
-  const config = (port: number, generation: number) => octaviaStyleConfig({
-    lbId: LB, baseDir: agent.basePath, bind: `${net.nsIp}:${port}`, monitor: null, generation,
-    members: [{ id: 'm1', address: member.address }],
-  });
+  const config = (port: number, generation: number) =>
+    octaviaStyleConfig({
+      lbId: LB,
+      baseDir: agent.basePath,
+      bind: `${net.nsIp}:${port}`,
+      monitor: null,
+      generation,
+      members: [{ id: 'm1', address: member.address }],
+    });
 
   function get(port: number): Promise<number | null> {
     return new Promise((resolve) => {
@@ -184,8 +191,17 @@ HAPROXIES.forEach((h, hi) => {
     full(cert, '2.0 certificate', 507);
     assert.is(cert.json?.error, 'storage_full');
     const spec = {
-      id: LB2, vip_address: net.nsIp,
-      listeners: [{ id: 'l', protocol: 'HTTP', protocol_port: PORT_V2, connection_limit: 1000, default_pool: { id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: member.host, protocol_port: member.port }] } }],
+      id: LB2,
+      vip_address: net.nsIp,
+      listeners: [
+        {
+          id: 'l',
+          protocol: 'HTTP',
+          protocol_port: PORT_V2,
+          connection_limit: 1000,
+          default_pool: { id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: member.host, protocol_port: member.port }] },
+        },
+      ],
     };
     const put = await apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB2}`, { body: spec });
     full(put, '2.0 spec', 507);
@@ -205,8 +221,17 @@ HAPROXIES.forEach((h, hi) => {
     assert.is(await get(PORT_A), null, 'A still serving');
     assert.is((await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${LB}/certificates/tls.pem`, { raw: certPem })).status, 200);
     const spec = {
-      id: LB2, vip_address: net.nsIp,
-      listeners: [{ id: 'l', protocol: 'HTTP', protocol_port: PORT_V2, connection_limit: 1000, default_pool: { id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: member.host, protocol_port: member.port }] } }],
+      id: LB2,
+      vip_address: net.nsIp,
+      listeners: [
+        {
+          id: 'l',
+          protocol: 'HTTP',
+          protocol_port: PORT_V2,
+          connection_limit: 1000,
+          default_pool: { id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: member.host, protocol_port: member.port }] },
+        },
+      ],
     };
     const put = await apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB2}`, { body: spec });
     assert.ok(put.status === 200 || put.status === 201, `${put.status} ${put.text}`);

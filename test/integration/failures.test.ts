@@ -60,23 +60,27 @@ HAPROXIES.forEach((h, hIndex) => {
   let members: TestBackend[];
   const lbId = 'lb-fail';
   let bind: string;
-  const config = (generation: number) => octaviaStyleConfig({
-    lbId, baseDir: dir, bind, generation, markGeneration: true,
-    members: members.map((m) => ({ id: m.name, address: m.address })),
-  });
+  const config = (generation: number) =>
+    octaviaStyleConfig({
+      lbId,
+      baseDir: dir,
+      bind,
+      generation,
+      markGeneration: true,
+      members: members.map((m) => ({ id: m.name, address: m.address })),
+    });
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('fail');
-    bind = `${net.nsIp}:8080`;
-    engine = testEngine(h, dir, net.netns);
-    members = await Promise.all([
-      new TestBackend('m1', net.hostIp, M1).start(),
-      new TestBackend('m2', net.hostIp, M2).start(),
-    ]);
-    await applyConfig(engine, lbId, 'amp', config(1));
-    await waitFor('members UP', async () => (await serverStates(engine, lbId)).every((s) => s.opState === 2));
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('fail');
+      bind = `${net.nsIp}:8080`;
+      engine = testEngine(h, dir, net.netns);
+      members = await Promise.all([new TestBackend('m1', net.hostIp, M1).start(), new TestBackend('m2', net.hostIp, M2).start()]);
+      await applyConfig(engine, lbId, 'amp', config(1));
+      await waitFor('members UP', async () => (await serverStates(engine, lbId)).every((s) => s.opState === 2));
+    }),
+  );
 
   t.after(async () => {
     await engine.stop(lbId).catch(() => undefined);
@@ -84,7 +88,7 @@ HAPROXIES.forEach((h, hIndex) => {
     net.destroy();
   });
 
-  t('an invalid config is rejected with haproxy\'s message; the previous one keeps serving and stays live on disk', async () => {
+  t("an invalid config is rejected with haproxy's message; the previous one keeps serving and stays live on disk", async () => {
     const files = engine.files(lbId);
     const liveBefore = await readFile(files.live, 'utf8');
     const acceptedBefore = await readFile(files.config, 'utf8');
@@ -92,7 +96,10 @@ HAPROXIES.forEach((h, hIndex) => {
     const load = new LoadGenerator(`http://${bind}/`, 250).start();
     await sleep(300);
     const broken = config(2).replace('balance roundrobin', 'balance no-such-algorithm');
-    const err = await applyConfig(engine, lbId, 'amp', broken).then(() => null, (e: unknown) => e);
+    const err = await applyConfig(engine, lbId, 'amp', broken).then(
+      () => null,
+      (e: unknown) => e,
+    );
     await sleep(300);
     await load.stop();
     assert.instance(err, InvalidConfigError);
@@ -111,7 +118,10 @@ HAPROXIES.forEach((h, hIndex) => {
     const load = new LoadGenerator(`http://${bind}/`, 250).start();
     await sleep(300);
     const unloadable = config(3).replace('    bind ', '    bind 192.0.2.1:8081\n    bind ');
-    const err = await applyConfig(engine, lbId, 'amp', unloadable).then(() => null, (e: unknown) => e);
+    const err = await applyConfig(engine, lbId, 'amp', unloadable).then(
+      () => null,
+      (e: unknown) => e,
+    );
     const failedAt = Date.now();
     await sleep(500);
     await load.stop();
@@ -131,15 +141,21 @@ HAPROXIES.forEach((h, hIndex) => {
     assert.is(await runningGeneration(engine, lbId), 4);
   });
 
-  t('a start that haproxy refuses (Octavia\'s default maxconn 50000 over this machine\'s fd limit) is reported clearly', async () => {
+  t("a start that haproxy refuses (Octavia's default maxconn 50000 over this machine's fd limit) is reported clearly", async () => {
     const big = octaviaStyleConfig({
-      lbId: 'lb-maxconn', baseDir: dir, bind: `${net.nsIp}:8090`, connectionLimit: 50000,
+      lbId: 'lb-maxconn',
+      baseDir: dir,
+      bind: `${net.nsIp}:8090`,
+      connectionLimit: 50000,
       members: members.map((m) => ({ id: m.name, address: m.address })),
     });
-    const err = await applyConfig(engine, 'lb-maxconn', 'amp', big).then(() => null, (e: unknown) => e);
+    const err = await applyConfig(engine, 'lb-maxconn', 'amp', big).then(
+      () => null,
+      (e: unknown) => e,
+    );
     assert.instance(err, HaproxyFailedError);
     assert.match((err as HaproxyFailedError).output, /\[ALERT\].*(FD limit|maxconn|file descriptors)/i);
-    assert.ok((err as HaproxyFailedError).output.length < 2000, 'the message is haproxy\'s verdict, not its whole log');
+    assert.ok((err as HaproxyFailedError).output.length < 2000, "the message is haproxy's verdict, not its whole log");
     assert.not.ok((await engine.status('lb-maxconn')).running);
     assert.not.ok(await engine.exists('lb-maxconn'), 'the refused config was not kept as accepted');
   });
@@ -159,10 +175,22 @@ HAPROXIES.forEach((h, hIndex) => {
   /** Each round: an agent applying in a loop is killed after `delay` ms; a new engine recovers. */
   async function killMidApplyRounds(delays: number[], masterBefore: number | null): Promise<void> {
     for (const [round, delay] of delays.entries()) {
-      const child = spawn(process.execPath, [APPLY_LOOP, JSON.stringify({
-        haproxy: hIndex, dir, netns: net.netns, lbId, bind, start: 100 * (round + 1),
-        members: members.map((m) => ({ id: m.name, address: m.address })),
-      })], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(
+        process.execPath,
+        [
+          APPLY_LOOP,
+          JSON.stringify({
+            haproxy: hIndex,
+            dir,
+            netns: net.netns,
+            lbId,
+            bind,
+            start: 100 * (round + 1),
+            members: members.map((m) => ({ id: m.name, address: m.address })),
+          }),
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       await sleep(delay);
       child.kill('SIGKILL');
       await new Promise((r) => child.on('close', r));
@@ -174,8 +202,7 @@ HAPROXIES.forEach((h, hIndex) => {
       assert.ok(status.running, `round ${round}: haproxy not found running`);
       assert.is(status.masterPid, masterBefore, `round ${round}: haproxy master changed`);
       const live = await readFile(restarted.files(lbId).live, 'utf8');
-      assert.is(await runningGeneration(restarted, lbId), generationOf(live),
-        `round ${round}: the live config on disk is not the one haproxy runs`);
+      assert.is(await runningGeneration(restarted, lbId), generationOf(live), `round ${round}: the live config on disk is not the one haproxy runs`);
     }
     const restarted = testEngine(h, dir, net.netns);
     const report = await applyConfig(restarted, lbId, 'amp', config(999));

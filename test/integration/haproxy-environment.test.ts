@@ -32,7 +32,10 @@ const SECRET = 'AAT_AGENT_SECRET';
 
 /** The variable names of a process, from the kernel. */
 function environOf(pid: number): string[] {
-  return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').filter(Boolean).map((kv) => kv.slice(0, kv.indexOf('=')));
+  return readFileSync(`/proc/${pid}/environ`, 'latin1')
+    .split('\0')
+    .filter(Boolean)
+    .map((kv) => kv.slice(0, kv.indexOf('=')));
 }
 
 /**
@@ -63,18 +66,25 @@ HAPROXIES.forEach((h, i) => {
   let engine: HaproxyEngine;
   let dir: string;
   let member: TestBackend;
-  const config = (generation: number) => octaviaStyleConfig({
-    lbId, baseDir: dir, bind: `${net.nsIp}:${LISTENER(i)}`, generation, monitor: null,
-    members: [{ id: 'm1', address: `${net.hostIp}:${MEMBER(i)}` }],
-  }).replace(/^( {4}default_backend .*)$/m, `$1\n    http-response set-header X-Leak "v=\${${SECRET}}"`);
+  const config = (generation: number) =>
+    octaviaStyleConfig({
+      lbId,
+      baseDir: dir,
+      bind: `${net.nsIp}:${LISTENER(i)}`,
+      generation,
+      monitor: null,
+      members: [{ id: 'm1', address: `${net.hostIp}:${MEMBER(i)}` }],
+    }).replace(/^( {4}default_backend .*)$/m, `$1\n    http-response set-header X-Leak "v=\${${SECRET}}"`);
 
-  t.before(loud(async () => {
-    process.env[SECRET] = 'agent-only';
-    net = createTestNetwork();
-    dir = await testDir('sec26-env');
-    member = await new TestBackend('m1', net.hostIp, MEMBER(i)).start();
-    engine = testEngine(h, dir, net.netns);
-  }));
+  t.before(
+    loud(async () => {
+      process.env[SECRET] = 'agent-only';
+      net = createTestNetwork();
+      dir = await testDir('sec26-env');
+      member = await new TestBackend('m1', net.hostIp, MEMBER(i)).start();
+      engine = testEngine(h, dir, net.netns);
+    }),
+  );
 
   t.after(async () => {
     await engine?.stop(lbId).catch(() => undefined);
@@ -89,13 +99,16 @@ HAPROXIES.forEach((h, i) => {
       assert.ok(['started', 'reloaded'].includes(report.outcome), report.outcome);
       const table = parseShowProc(await masterCommand(socket, 'show proc', 2000))!;
       const worker = currentWorker(table)!;
-      for (const [role, pid] of [['master', table.masterPid], ['worker', worker]] as const) {
+      for (const [role, pid] of [
+        ['master', table.masterPid],
+        ['worker', worker],
+      ] as const) {
         const names = environOf(pid);
         assert.equal(unexpected(h, names), [], `${role} ${pid} (generation ${generation}) holds ${names.join(' ')}`);
         assert.ok(names.includes('PATH'), `${role} has no PATH`);
       }
     }
-    assert.equal(await waitFor('an answer', () => leakHeader(`http://${net.nsIp}:${LISTENER(i)}/`)), 'v=', 'the agent\'s variable reached a client');
+    assert.equal(await waitFor('an answer', () => leakHeader(`http://${net.nsIp}:${LISTENER(i)}/`)), 'v=', "the agent's variable reached a client");
   });
 
   t('the capability probe runs haproxy with the same environment', async () => {
@@ -106,11 +119,18 @@ HAPROXIES.forEach((h, i) => {
     chmodSync(wrapper, 0o755);
     const caps = await probeHaproxy([wrapper], join(dir, 'probe'));
     assert.ok(caps.version.length > 0);
-    const runs = readFileSync(log, 'utf8').trim().split('\n').map((l) => l.trim().split(' ').filter(Boolean));
+    const runs = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.trim().split(' ').filter(Boolean));
     assert.ok(runs.length >= 3, `${runs.length} probe runs recorded`);
     for (const names of runs) {
       assert.ok(!names.includes(SECRET), `a probe run held ${SECRET}`);
-      assert.equal(names.filter((n) => !['PWD', 'SHLVL', '_'].includes(n) && !Object.keys(haproxyEnvironment()).includes(n)), [], names.join(' '));
+      assert.equal(
+        names.filter((n) => !['PWD', 'SHLVL', '_'].includes(n) && !Object.keys(haproxyEnvironment()).includes(n)),
+        [],
+        names.join(' '),
+      );
     }
   });
 

@@ -34,15 +34,29 @@ const HUNG_MS = 12_000;
 /** "Does not hang": every answer within this (the agent's socket timeouts are 2-5 s). */
 const ANSWER_DEADLINE_MS = 10_000;
 
-const READS = ['/2.0/loadbalancers/lb-hang/status', '/2.0/loadbalancers/lb-hang', '/2.0/metrics', '/1.0/listeners', '/1.0/details', '/1.0/info', '/1.0/loadbalancer/lb-hang/haproxy'];
+const READS = [
+  '/2.0/loadbalancers/lb-hang/status',
+  '/2.0/loadbalancers/lb-hang',
+  '/2.0/metrics',
+  '/1.0/listeners',
+  '/1.0/details',
+  '/1.0/info',
+  '/1.0/loadbalancer/lb-hang/haproxy',
+];
 
 function spec(vip: string, member: TestBackend, connectionLimit = 1000) {
   return {
-    id: LB, vip_address: vip,
-    listeners: [{
-      id: LISTENER, protocol: 'HTTP', protocol_port: PORT, connection_limit: connectionLimit,
-      default_pool: { id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm0', address: member.host, protocol_port: member.port }] },
-    }],
+    id: LB,
+    vip_address: vip,
+    listeners: [
+      {
+        id: LISTENER,
+        protocol: 'HTTP',
+        protocol_port: PORT,
+        connection_limit: connectionLimit,
+        default_pool: { id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm0', address: member.host, protocol_port: member.port }] },
+      },
+    ],
   };
 }
 
@@ -54,7 +68,9 @@ function haproxyPids(liveConfig: string): number[] {
     try {
       const argv = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
       if (argv.some((a) => a.endsWith('haproxy')) && argv.includes(liveConfig)) pids.push(Number(d));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return pids.sort((a, b) => a - b);
 }
@@ -74,15 +90,16 @@ HAPROXIES.forEach((h, hi) => {
     const times: Record<string, number> = {};
     for (const path of READS) {
       const t0 = Date.now();
-      const reply = await Promise.race([
-        apiRequest(agent, 'GET', path),
-        sleep(ANSWER_DEADLINE_MS).then(() => null),
-      ]);
+      const reply = await Promise.race([apiRequest(agent, 'GET', path), sleep(ANSWER_DEADLINE_MS).then(() => null)]);
       times[path] = Date.now() - t0;
       assert.ok(reply, `${when}: GET ${path} did not answer within ${ANSWER_DEADLINE_MS} ms`);
       assert.is(reply!.status, 200, `${when}: GET ${path}: ${reply!.text}`);
     }
-    console.log(`${h.label} ${when}: ${Object.entries(times).map(([p, ms]) => `${p} ${ms} ms`).join(', ')}`);
+    console.log(
+      `${h.label} ${when}: ${Object.entries(times)
+        .map(([p, ms]) => `${p} ${ms} ms`)
+        .join(', ')}`,
+    );
     return times;
   }
 
@@ -101,26 +118,40 @@ HAPROXIES.forEach((h, hi) => {
     assert.ok(Math.max(...gaps) < 3 * (INTERVAL_MS + 2000), `${when}: a ${Math.max(...gaps)} ms gap between heartbeats`);
   }
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    const dir = await testDir('haproxy-hang');
-    member = await new TestBackend('m0', net.hostIp, BACKEND(hi)).start();
-    receiver = new HeartbeatReceiver(RECEIVER(hi), KEY);
-    await receiver.waitReady();
-    agent = await startAgent(h, dir, net.netns, AGENT(hi), [
-      `controller_ip_port_list = 127.0.0.1:${receiver.port}`, `heartbeat_interval = ${INTERVAL_MS / 1000}`, `heartbeat_key = ${KEY}`,
-    ]);
-    const put = await apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}`, { body: spec(net.nsIp, member) });
-    assert.is(put.status, 201, put.text);
-    await waitFor('the listener OPEN in a heartbeat', () => listenerOpen(0), 15_000);
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      const dir = await testDir('haproxy-hang');
+      member = await new TestBackend('m0', net.hostIp, BACKEND(hi)).start();
+      receiver = new HeartbeatReceiver(RECEIVER(hi), KEY);
+      await receiver.waitReady();
+      agent = await startAgent(h, dir, net.netns, AGENT(hi), [
+        `controller_ip_port_list = 127.0.0.1:${receiver.port}`,
+        `heartbeat_interval = ${INTERVAL_MS / 1000}`,
+        `heartbeat_key = ${KEY}`,
+      ]);
+      const put = await apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}`, { body: spec(net.nsIp, member) });
+      assert.is(put.status, 201, put.text);
+      await waitFor('the listener OPEN in a heartbeat', () => listenerOpen(0), 15_000);
+    }),
+  );
 
   t.after(async () => {
     const pids = agent ? haproxyPids(files().live) : [];
-    for (const pid of pids) try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ }
+    for (const pid of pids)
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        /* gone */
+      }
     await apiRequest(agent, 'DELETE', `/2.0/loadbalancers/${LB}`).catch(() => undefined);
     await agent?.stop();
-    for (const pid of pids) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+    for (const pid of pids)
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     receiver?.stop();
     await member?.stop();
     net?.destroy();
@@ -168,7 +199,10 @@ HAPROXIES.forEach((h, hi) => {
     const servers: Server[] = [];
     for (const p of paths) {
       renameSync(p, `${p}.real`);
-      const server = createServer({ allowHalfOpen: true }, (c) => { held.push(c); c.on('error', () => {}); });
+      const server = createServer({ allowHalfOpen: true }, (c) => {
+        held.push(c);
+        c.on('error', () => {});
+      });
       await new Promise<void>((r) => server.listen(p, r));
       servers.push(server);
     }

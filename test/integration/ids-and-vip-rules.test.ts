@@ -42,18 +42,20 @@ function tree(root: string): Record<string, string> {
   return out;
 }
 
-t.before(loud(async () => {
-  net = createTestNetwork();
-  const dir = await testDir('sec26-ids');
-  agent = await startAgent(HAPROXIES[0]!, dir, net.netns, AGENT_PORT);
-  // Another load balancer's certificate and the keepalived directories, as the agent keeps them.
-  mkdirSync(join(agent.certDir, 'lb-keep'), { recursive: true });
-  writeFileSync(join(agent.certDir, 'lb-keep', 'server.pem'), 'the key of lb-keep\n');
-  for (const d of ['vrrp', 'lvs']) {
-    mkdirSync(join(agent.basePath, d), { recursive: true });
-    writeFileSync(join(agent.basePath, d, 'kept'), `${d}\n`);
-  }
-}));
+t.before(
+  loud(async () => {
+    net = createTestNetwork();
+    const dir = await testDir('sec26-ids');
+    agent = await startAgent(HAPROXIES[0]!, dir, net.netns, AGENT_PORT);
+    // Another load balancer's certificate and the keepalived directories, as the agent keeps them.
+    mkdirSync(join(agent.certDir, 'lb-keep'), { recursive: true });
+    writeFileSync(join(agent.certDir, 'lb-keep', 'server.pem'), 'the key of lb-keep\n');
+    for (const d of ['vrrp', 'lvs']) {
+      mkdirSync(join(agent.basePath, d), { recursive: true });
+      writeFileSync(join(agent.basePath, d, 'kept'), `${d}\n`);
+    }
+  }),
+);
 
 t.after(async () => {
   await agent?.stop();
@@ -111,7 +113,10 @@ t('an id the agent keeps, a dot, a NUL, an encoded slash or an uppercase UUID: 4
 
 t('a bad VIP rules body: 400, the rules file and the loaded ruleset unchanged', async () => {
   const path = `/1.0/interface/${net.nsIp}/rules`;
-  const rules = [{ protocol: 'TCP', cidr: null, port: 80 }, { protocol: 'TCP', cidr: '2001:db8::/32', port: 443 }];
+  const rules = [
+    { protocol: 'TCP', cidr: null, port: 80 },
+    { protocol: 'TCP', cidr: '2001:db8::/32', port: 443 },
+  ];
   // The first call installs the base ruleset, the next one the VIP chain (Octavia's semantics).
   for (let i = 0; i < 2; i++) assert.is((await apiRequest(agent, 'PUT', path, { body: rules })).status, 200);
   const file = join(agent.basePath, 'nftables-vip.rules');
@@ -121,10 +126,16 @@ t('a bad VIP rules body: 400, the rules file and the loaded ruleset unchanged', 
   const loaded = nft();
   assert.match(loaded, /tcp dport 443 accept/);
   const bad: unknown[] = [
-    [{ protocol: 'TCP', cidr: null, port: 80.5 }], [{ protocol: 'TCP', cidr: 'fe80::1%eth0/64', port: 80 }],
-    [{ protocol: 'TCP', cidr: '10.0.0.0/33', port: 80 }], [{ protocol: 'ICMP', cidr: null, port: 1 }], [{ protocol: 'TCP', cidr: null, port: 0 }],
-    [{ protocol: 'TCP', cidr: null, port: 65536 }], [{ protocol: 'TCP', cidr: null, port: '80' }],
-    [{ protocol: 'TCP', cidr: '10.0.0.0/8 accept', port: 80 }], [...rules, { protocol: 'UDP', cidr: null, port: 1e9 }], { protocol: 'TCP' },
+    [{ protocol: 'TCP', cidr: null, port: 80.5 }],
+    [{ protocol: 'TCP', cidr: 'fe80::1%eth0/64', port: 80 }],
+    [{ protocol: 'TCP', cidr: '10.0.0.0/33', port: 80 }],
+    [{ protocol: 'ICMP', cidr: null, port: 1 }],
+    [{ protocol: 'TCP', cidr: null, port: 0 }],
+    [{ protocol: 'TCP', cidr: null, port: 65536 }],
+    [{ protocol: 'TCP', cidr: null, port: '80' }],
+    [{ protocol: 'TCP', cidr: '10.0.0.0/8 accept', port: 80 }],
+    [...rules, { protocol: 'UDP', cidr: null, port: 1e9 }],
+    { protocol: 'TCP' },
   ];
   for (const body of bad) {
     const r = await apiRequest(agent, 'PUT', path, { body });

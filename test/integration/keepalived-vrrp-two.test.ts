@@ -20,9 +20,22 @@ const sh = (...args: string[]) => execFileSync(args[0]!, args.slice(1), { encodi
 
 function vrrpConfig(vip: string, src: string, peer: string, iface: string): string {
   return [
-    'vrrp_instance two_vrrp {', '    state BACKUP', `    interface ${iface}`, '    virtual_router_id 61', '    priority 100',
-    '    nopreempt', '    advert_int 1', `    unicast_src_ip ${src}`, '    unicast_peer {', `        ${peer}`, '    }',
-    '    virtual_ipaddress {', `        ${vip}`, '    }', '}', '',
+    'vrrp_instance two_vrrp {',
+    '    state BACKUP',
+    `    interface ${iface}`,
+    '    virtual_router_id 61',
+    '    priority 100',
+    '    nopreempt',
+    '    advert_int 1',
+    `    unicast_src_ip ${src}`,
+    '    unicast_peer {',
+    `        ${peer}`,
+    '    }',
+    '    virtual_ipaddress {',
+    `        ${vip}`,
+    '    }',
+    '}',
+    '',
   ].join('\n');
 }
 
@@ -32,11 +45,13 @@ const parentOf = (pid: number) => Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/p
 let nets: TestNetwork[] = [];
 let bases: string[] = [];
 
-test.before(loud(async () => {
-  nets = [createTestNetwork(), createTestNetwork()];
-  const dir = await testDir('vrrp-two');
-  bases = [join(dir, 'a'), join(dir, 'b')];
-}));
+test.before(
+  loud(async () => {
+    nets = [createTestNetwork(), createTestNetwork()];
+    const dir = await testDir('vrrp-two');
+    bases = [join(dir, 'a'), join(dir, 'b')];
+  }),
+);
 
 test.after(async () => {
   for (const [i, base] of bases.entries()) {
@@ -50,9 +65,12 @@ const settings = (n: TestNetwork): KeepalivedSettings => ({ netns: n.netns, logF
 test('the VRRP instance passes -r and -c with files under base_path/vrrp', () => {
   const argv = keepalivedArgv(vrrpInstance('/var/lib/octavia'), settings(nets[0]!));
   assert.equal(argv.slice(argv.indexOf('-p')), [
-    '-p', '/var/lib/octavia/vrrp/octavia-keepalived.pid',
-    '-r', '/var/lib/octavia/vrrp/octavia-keepalived.vrrp.pid',
-    '-c', '/var/lib/octavia/vrrp/octavia-keepalived.check.pid',
+    '-p',
+    '/var/lib/octavia/vrrp/octavia-keepalived.pid',
+    '-r',
+    '/var/lib/octavia/vrrp/octavia-keepalived.vrrp.pid',
+    '-c',
+    '/var/lib/octavia/vrrp/octavia-keepalived.check.pid',
   ]);
 });
 

@@ -34,17 +34,26 @@ interface Outcome {
 }
 
 async function addMemberUnderLoad(
-  h: (typeof HAPROXIES)[number], net: TestNetwork, dir: string, existing: TestBackend[],
-  mode: BackendMode, ports: { member: number; listener: number }, protect: boolean,
+  h: (typeof HAPROXIES)[number],
+  net: TestNetwork,
+  dir: string,
+  existing: TestBackend[],
+  mode: BackendMode,
+  ports: { member: number; listener: number },
+  protect: boolean,
 ): Promise<Outcome> {
   const lbId = `lb-${mode}-${protect ? 'on' : 'off'}`;
   const engine = testEngine(h, dir, net.netns, protect);
   const added = await new TestBackend('new', net.hostIp, ports.member, mode).start();
   const bind = `${net.nsIp}:${ports.listener}`;
-  const config = (members: TestBackend[]) => octaviaStyleConfig({
-    lbId, baseDir: dir, bind, monitor: MONITOR,
-    members: members.map((m) => ({ id: m.name, address: m.address })),
-  });
+  const config = (members: TestBackend[]) =>
+    octaviaStyleConfig({
+      lbId,
+      baseDir: dir,
+      bind,
+      monitor: MONITOR,
+      members: members.map((m) => ({ id: m.name, address: m.address })),
+    });
   try {
     await applyConfig(engine, lbId, 'amp', config(existing));
     await waitFor('existing members UP', async () => (await serverStates(engine, lbId)).every((s) => s.opState === 2));
@@ -90,14 +99,13 @@ for (const h of HAPROXIES) {
   let dir: string;
   let existing: TestBackend[];
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('protect');
-    existing = await Promise.all([
-      new TestBackend('m1', net.hostIp, M1).start(),
-      new TestBackend('m2', net.hostIp, M2).start(),
-    ]);
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('protect');
+      existing = await Promise.all([new TestBackend('m1', net.hostIp, M1).start(), new TestBackend('m2', net.hostIp, M2).start()]);
+    }),
+  );
 
   t.after(async () => {
     await Promise.all(existing.map((m) => m.stop()));
@@ -111,9 +119,14 @@ for (const h of HAPROXIES) {
       assert.is(o.sessionsWhileNotReady, 0, 'haproxy sent sessions to the member before it was ready');
       assert.not.ok(o.upWhileNotReady, 'haproxy marked the unready member UP');
       assert.ok(o.servedAfterReadyMs !== null, 'the member never received traffic after turning ready');
-      assert.ok(o.servedAfterReadyMs! <= (MONITOR.rise * MONITOR.interS + 1) * 1000,
-        `first request ${o.servedAfterReadyMs} ms after ready; limit rise x inter + 1 s`);
-      assert.ok(o.existingServed.every((n) => n > 0), `existing members served ${o.existingServed}`);
+      assert.ok(
+        o.servedAfterReadyMs! <= (MONITOR.rise * MONITOR.interS + 1) * 1000,
+        `first request ${o.servedAfterReadyMs} ms after ready; limit rise x inter + 1 s`,
+      );
+      assert.ok(
+        o.existingServed.every((n) => n > 0),
+        `existing members served ${o.existingServed}`,
+      );
       assert.is(o.failures, 0, `failed requests: ${o.failureSample}`);
     });
   });

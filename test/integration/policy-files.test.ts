@@ -56,38 +56,47 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: o }, hi) => {
   let lbCerts: string;
   let bundleName: string;
 
-  const config = (bind: string, generation: number) => octaviaStyleConfig({
-    lbId: LB, baseDir: agent.basePath, bind, monitor: null, generation, members: [{ id: 'm1', address: member.address }],
-  });
+  const config = (bind: string, generation: number) =>
+    octaviaStyleConfig({
+      lbId: LB,
+      baseDir: agent.basePath,
+      bind,
+      monitor: null,
+      generation,
+      members: [{ id: 'm1', address: member.address }],
+    });
   const crtListBind = (port: number, file: string) => `${net.nsIp}:${port} ssl crt-list ${join(lbCerts, file)}`;
   const upload = (text: string) => apiRequest(agent, 'PUT', `/1.0/loadbalancer/${agent.amphoraId}/${LB}/haproxy`, { raw: text });
   const putCert = (name: string, body: string | Buffer) => apiRequest(agent, 'PUT', `/1.0/loadbalancer/${LB}/certificates/${name}`, { raw: body });
 
   /** The CN of the certificate the VIP presents on `port`, or null when nothing answers. */
-  const presented = (port: number) => new Promise<string | null>((resolve) => {
-    const sock = tls.connect({ host: net.nsIp, port, servername: TENANT_CN, rejectUnauthorized: false, timeout: 3000 }, () => {
-      const cn = String(sock.getPeerCertificate().subject?.CN);
-      sock.destroy();
-      resolve(cn);
+  const presented = (port: number) =>
+    new Promise<string | null>((resolve) => {
+      const sock = tls.connect({ host: net.nsIp, port, servername: TENANT_CN, rejectUnauthorized: false, timeout: 3000 }, () => {
+        const cn = String(sock.getPeerCertificate().subject?.CN);
+        sock.destroy();
+        resolve(cn);
+      });
+      sock.on('timeout', () => sock.destroy());
+      sock.on('error', () => resolve(null));
     });
-    sock.on('timeout', () => sock.destroy());
-    sock.on('error', () => resolve(null));
-  });
   const refused = (r: ApiReply, why: RegExp) => {
     assert.is(r.status, 400, r.text);
     assert.match(String(r.json?.details ?? r.json?.message ?? r.text), why);
   };
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('policy-files');
-    member = await new TestBackend('member', net.hostIp, MEMBER(hi)).start();
-    agent = await startAgent(h, dir, net.netns, AGENT(hi));
-    agentCert = join(dir, 'pki', 'agent-combined.pem');
-    agentCn = agent.amphoraId;
-    assert.ok(existsSync(agentCert), `the agent's certificate is not at ${agentCert}`);
-    lbCerts = join(agent.certDir, LB);
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('policy-files');
+      member = await new TestBackend('member', net.hostIp, MEMBER(hi)).start();
+      agent = await startAgent(h, dir, net.netns, AGENT(hi));
+      agentCert = join(dir, 'pki', 'agent-combined.pem');
+      agentCn = agent.amphoraId;
+      assert.ok(existsSync(agentCert), `the agent's certificate is not at ${agentCert}`);
+      lbCerts = join(agent.certDir, LB);
+    }),
+  );
 
   t.after(async () => {
     await apiRequest(agent, 'DELETE', `/1.0/listeners/${LB}`).catch(() => undefined);
@@ -131,22 +140,25 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: o }, hi) => {
     assert.not.ok(existsSync(join(lbCerts, 'evil.pem')));
   });
 
-  t('a config naming a crt-list that points at the agent\'s certificate (stored before the fix, or by a link) is a 400; the VIP keeps the tenant\'s', async () => {
-    // What an agent before the fix stored with 200 for a body that was a path.
-    writeFileSync(join(lbCerts, 'legacy.pem'), `${agentCert}\n`, { mode: 0o600 });
-    refused(await upload(config(crtListBind(PORT_B, 'legacy.pem'), 2)), /crt-list .*legacy\.pem" line 1: certificate ".*agent-combined\.pem" is outside/);
-    symlinkSync(agentCert, join(lbCerts, 'link.pem'));
-    writeFileSync(join(lbCerts, 'via-link.pem'), `${join(lbCerts, 'link.pem')}\n`, { mode: 0o600 });
-    refused(await upload(config(crtListBind(PORT_B, 'via-link.pem'), 3)), /link\.pem" leads to ".*agent-combined\.pem", outside/);
-    // Octavia binds certificates through crt-lists only: a `crt` on a bind is refused by the words, before its link is followed.
-    refused(await upload(config(`${net.nsIp}:${PORT_B} ssl crt ${join(lbCerts, 'link.pem')}`, 4)), /"crt" is not an option of bind lines/);
-    // The accepted config is still the first one, and a reload keeps serving it.
-    assert.is((await apiRequest(agent, 'GET', `/1.0/loadbalancer/${LB}/haproxy`)).text, config(crtListBind(PORT_A, `${LISTENER}.pem`), 1));
-    assert.is((await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${LB}/reload`)).status, 202);
-    await waitFor('the reloaded haproxy to serve', async () => (await presented(PORT_A)) === TENANT_CN);
-    assert.is.not(await presented(PORT_A), agentCn);
-    assert.is(await presented(PORT_B), null, 'a refused config is listening');
-  });
+  t(
+    "a config naming a crt-list that points at the agent's certificate (stored before the fix, or by a link) is a 400; the VIP keeps the tenant's",
+    async () => {
+      // What an agent before the fix stored with 200 for a body that was a path.
+      writeFileSync(join(lbCerts, 'legacy.pem'), `${agentCert}\n`, { mode: 0o600 });
+      refused(await upload(config(crtListBind(PORT_B, 'legacy.pem'), 2)), /crt-list .*legacy\.pem" line 1: certificate ".*agent-combined\.pem" is outside/);
+      symlinkSync(agentCert, join(lbCerts, 'link.pem'));
+      writeFileSync(join(lbCerts, 'via-link.pem'), `${join(lbCerts, 'link.pem')}\n`, { mode: 0o600 });
+      refused(await upload(config(crtListBind(PORT_B, 'via-link.pem'), 3)), /link\.pem" leads to ".*agent-combined\.pem", outside/);
+      // Octavia binds certificates through crt-lists only: a `crt` on a bind is refused by the words, before its link is followed.
+      refused(await upload(config(`${net.nsIp}:${PORT_B} ssl crt ${join(lbCerts, 'link.pem')}`, 4)), /"crt" is not an option of bind lines/);
+      // The accepted config is still the first one, and a reload keeps serving it.
+      assert.is((await apiRequest(agent, 'GET', `/1.0/loadbalancer/${LB}/haproxy`)).text, config(crtListBind(PORT_A, `${LISTENER}.pem`), 1));
+      assert.is((await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${LB}/reload`)).status, 202);
+      await waitFor('the reloaded haproxy to serve', async () => (await presented(PORT_A)) === TENANT_CN);
+      assert.is.not(await presented(PORT_A), agentCn);
+      assert.is(await presented(PORT_B), null, 'a refused config is listening');
+    },
+  );
 
   t.run();
 });

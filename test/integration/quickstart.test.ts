@@ -21,11 +21,20 @@ const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 /** Not 9443: a developer's own agent may run there. */
 const PORT = '19447';
 /** The development VIPs' local routes (one /32 per address haproxy binds). */
-const devVipRoutes = () => execFileSync('ip', ['route', 'show', 'table', 'local', 'root', '203.0.113.0/24'], { encoding: 'utf8' })
-  .split('\n').map((l) => /^local (203\.0\.113\.\d+) /.exec(l)?.[1]).filter((a): a is string => a !== undefined);
+const devVipRoutes = () =>
+  execFileSync('ip', ['route', 'show', 'table', 'local', 'root', '203.0.113.0/24'], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => /^local (203\.0\.113\.\d+) /.exec(l)?.[1])
+    .filter((a): a is string => a !== undefined);
 
-interface Step { command: string; expected: string[] }
-interface Block { terminal: number; steps: Step[] }
+interface Step {
+  command: string;
+  expected: string[];
+}
+interface Block {
+  terminal: number;
+  steps: Step[];
+}
 
 function markedBlocks(readme: string): Block[] {
   const blocks: Block[] = [];
@@ -43,7 +52,13 @@ function markedBlocks(readme: string): Block[] {
 /** What may differ between runs: durations, check counts, column alignment; and the order of lines. */
 function normalized(lines: string[]): string[] {
   return lines
-    .map((l) => l.trim().replace(/\s+/g, ' ').replace(/after \d+\.\d s/, 'after N s').replace(/\d+ checks/, 'N checks'))
+    .map((l) =>
+      l
+        .trim()
+        .replace(/\s+/g, ' ')
+        .replace(/after \d+\.\d s/, 'after N s')
+        .replace(/\d+ checks/, 'N checks'),
+    )
     .filter((l) => l !== '')
     .sort();
 }
@@ -52,7 +67,10 @@ const env = {
   ...process.env,
   AMPHORA_AGENT_DEV_PORT: PORT,
   // The packages are in npm's cache from this checkout's own `npm ci`.
-  npm_config_prefer_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false',
+  npm_config_prefer_offline: 'true',
+  npm_config_audit: 'false',
+  npm_config_fund: 'false',
+  npm_config_update_notifier: 'false',
 };
 // The documents say `sudo`; the tests run as root, where sudo may not be installed.
 const SUDO = 'sudo() { "$@"; }\n';
@@ -70,46 +88,63 @@ function terminal(name: string, script: string): (typeof terminals)[number] {
   // Its own process group, so the whole terminal (npm, the agent, curl jobs) is stopped at the end.
   const child = spawn('bash', ['-c', `exec 2>&1\n${SUDO}${script}`], { cwd: clone, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const t = { name, child, output: '' };
-  child.stdout!.on('data', (d) => { t.output += d; });
+  child.stdout!.on('data', (d) => {
+    t.output += d;
+  });
   terminals.push(t);
   return t;
 }
 
-test.before(loud(async () => {
-  assert.equal(blocks.map((b) => b.terminal).slice(0, 3), [1, 2, 3], 'README: terminal 1, 2 and 3 blocks of the quick start');
-  routesBefore = devVipRoutes();
-  // A fresh clone: the files git has (committed or about to be), nothing built.
-  clone = join(await testDir('quickstart'), 'amphora-agent');
-  execFileSync('bash', ['-c', `mkdir -p "$2" && git -C "$1" ls-files -z -co --exclude-standard | (cd "$1" && tar --null --ignore-failed-read -T - -cf -) | tar -xf - -C "$2"`, 'copy', REPO, clone]);
-  const agent = terminal('terminal 1', byTerminal(1).map((s) => s.command).join('\n'));
-  await waitFor('the agent (npm ci, build, start)', () => /Try:\n\s+curl /.test(agent.output) || agent.child.exitCode !== null, 300_000, 200);
-  if (agent.child.exitCode !== null) throw new Error(`terminal 1 ended:\n${agent.output}`);
-}));
+test.before(
+  loud(async () => {
+    assert.equal(blocks.map((b) => b.terminal).slice(0, 3), [1, 2, 3], 'README: terminal 1, 2 and 3 blocks of the quick start');
+    routesBefore = devVipRoutes();
+    // A fresh clone: the files git has (committed or about to be), nothing built.
+    clone = join(await testDir('quickstart'), 'amphora-agent');
+    execFileSync('bash', [
+      '-c',
+      `mkdir -p "$2" && git -C "$1" ls-files -z -co --exclude-standard | (cd "$1" && tar --null --ignore-failed-read -T - -cf -) | tar -xf - -C "$2"`,
+      'copy',
+      REPO,
+      clone,
+    ]);
+    const agent = terminal(
+      'terminal 1',
+      byTerminal(1)
+        .map((s) => s.command)
+        .join('\n'),
+    );
+    await waitFor('the agent (npm ci, build, start)', () => /Try:\n\s+curl /.test(agent.output) || agent.child.exitCode !== null, 300_000, 200);
+    if (agent.child.exitCode !== null) throw new Error(`terminal 1 ended:\n${agent.output}`);
+  }),
+);
 
-test.after(loud(async () => {
-  // A failed step may leave the load balancer: remove it through the API (haproxy outlives the agent).
-  if (clone) execFileSync('bash', ['-c', 'examples/lb delete lb-quickstart; examples/lb delete lb-http-basic; true'], { cwd: clone, env, stdio: 'ignore' });
-  for (const t of terminals.reverse()) {
-    if (t.child.exitCode !== null || t.child.signalCode !== null) continue;
-    try {
-      process.kill(-t.child.pid!, 'SIGTERM');
-    } catch {
-      // already gone
+test.after(
+  loud(async () => {
+    // A failed step may leave the load balancer: remove it through the API (haproxy outlives the agent).
+    if (clone) execFileSync('bash', ['-c', 'examples/lb delete lb-quickstart; examples/lb delete lb-http-basic; true'], { cwd: clone, env, stdio: 'ignore' });
+    for (const t of terminals.reverse()) {
+      if (t.child.exitCode !== null || t.child.signalCode !== null) continue;
+      try {
+        process.kill(-t.child.pid!, 'SIGTERM');
+      } catch {
+        // already gone
+      }
     }
-  }
-  // Any haproxy still running from the clone's base directory.
-  const base = join(clone, '.amphora-dev', 'lib');
-  for (const lb of clone ? readdirSync(base, { withFileTypes: true }).filter((d) => d.isDirectory() && d.name !== 'certs') : []) {
-    try {
-      process.kill(Number(readFileSync(join(base, lb.name, `${lb.name}.pid`), 'utf8').trim()), 'SIGKILL');
-    } catch {
-      // not running
+    // Any haproxy still running from the clone's base directory.
+    const base = join(clone, '.amphora-dev', 'lib');
+    for (const lb of clone ? readdirSync(base, { withFileTypes: true }).filter((d) => d.isDirectory() && d.name !== 'certs') : []) {
+      try {
+        process.kill(Number(readFileSync(join(base, lb.name, `${lb.name}.pid`), 'utf8').trim()), 'SIGKILL');
+      } catch {
+        // not running
+      }
     }
-  }
-  for (const a of devVipRoutes().filter((r) => !routesBefore.includes(r))) {
-    execFileSync('bash', ['-c', `ip route del local ${a}/32 dev lo table local || true`], { stdio: 'ignore' });
-  }
-}));
+    for (const a of devVipRoutes().filter((r) => !routesBefore.includes(r))) {
+      execFileSync('bash', ['-c', `ip route del local ${a}/32 dev lo table local || true`], { stdio: 'ignore' });
+    }
+  }),
+);
 
 test('from `npm start`, at most three commands take traffic through a load balancer', () => {
   const upToTraffic: string[] = [];
@@ -118,7 +153,12 @@ test('from `npm start`, at most three commands take traffic through a load balan
     if (s.command.includes('curl -s http://203.0.113.100/')) break;
   }
   assert.ok(upToTraffic.length <= 3, `${upToTraffic.length} commands: ${upToTraffic.join('; ')}`);
-  assert.match(byTerminal(1).map((s) => s.command).join('\n'), /^npm ci && sudo npm start$/);
+  assert.match(
+    byTerminal(1)
+      .map((s) => s.command)
+      .join('\n'),
+    /^npm ci && sudo npm start$/,
+  );
 });
 
 test('terminal 2: the members listen on loopback, the third not ready', async () => {
@@ -145,7 +185,11 @@ test('terminal 3: the walkthrough runs as written (API 2.0, then API 1.0 with Oc
   for (const r of failed) {
     console.log(`\n$ ${r.step.command}\n  exit ${r.status}\n  expected:\n    ${r.step.expected.join('\n    ')}\n  got:\n    ${r.output.join('\n    ')}`);
   }
-  assert.equal(failed.map((r) => r.step.command), [], 'commands whose output differs from the README or docs/walkthrough.md');
+  assert.equal(
+    failed.map((r) => r.step.command),
+    [],
+    'commands whose output differs from the README or docs/walkthrough.md',
+  );
   assert.is(results.length, steps.length);
 });
 

@@ -27,21 +27,24 @@ for (const h of HAPROXIES) {
   let members: TestBackend[];
   let config: (generation: number) => string;
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('reload');
-    engine = testEngine(h, dir, net.netns);
-    members = await Promise.all([
-      new TestBackend('m1', net.hostIp, M1).start(),
-      new TestBackend('m2', net.hostIp, M2).start(),
-    ]);
-    config = (generation) => octaviaStyleConfig({
-      lbId: LB, baseDir: dir, bind: `${net.nsIp}:8080`, generation,
-      members: members.map((m) => ({ id: m.name, address: m.address })),
-    });
-    await applyConfig(engine, LB, AMP, config(0));
-    await waitFor('both members UP', async () => (await serverStates(engine, LB)).every((s) => s.opState === 2));
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('reload');
+      engine = testEngine(h, dir, net.netns);
+      members = await Promise.all([new TestBackend('m1', net.hostIp, M1).start(), new TestBackend('m2', net.hostIp, M2).start()]);
+      config = (generation) =>
+        octaviaStyleConfig({
+          lbId: LB,
+          baseDir: dir,
+          bind: `${net.nsIp}:8080`,
+          generation,
+          members: members.map((m) => ({ id: m.name, address: m.address })),
+        });
+      await applyConfig(engine, LB, AMP, config(0));
+      await waitFor('both members UP', async () => (await serverStates(engine, LB)).every((s) => s.opState === 2));
+    }),
+  );
 
   t.after(async () => {
     await engine.stop(LB).catch(() => undefined);

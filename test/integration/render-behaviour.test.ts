@@ -39,21 +39,43 @@ function spec(vip: string, web: TestBackend[], api: TestBackend) {
     pools: [{ id: 'p-api', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', healthmonitor: monitor, members: [member(api)] }],
     listeners: [
       {
-        id: 'l-http', protocol: 'HTTP', protocol_port: HTTP_PORT, connection_limit: 1000,
+        id: 'l-http',
+        protocol: 'HTTP',
+        protocol_port: HTTP_PORT,
+        connection_limit: 1000,
         default_pool: {
-          id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', session_persistence: { type: 'HTTP_COOKIE' },
-          healthmonitor: monitor, members: web.map(member),
+          id: 'p-web',
+          protocol: 'HTTP',
+          lb_algorithm: 'ROUND_ROBIN',
+          session_persistence: { type: 'HTTP_COOKIE' },
+          healthmonitor: monitor,
+          members: web.map(member),
         },
         l7policies: [
-          { id: 'to-api', action: 'REDIRECT_TO_POOL', redirect_pool_id: 'p-api', position: 1,
-            rules: [{ id: 'is-api', type: 'PATH', compare_type: 'STARTS_WITH', value: '/api/' }] },
-          { id: 'moved', action: 'REDIRECT_TO_URL', redirect_url: REDIRECT, redirect_http_code: 301, position: 2,
-            rules: [{ id: 'is-old', type: 'PATH', compare_type: 'EQUAL_TO', value: '/old' }] },
+          {
+            id: 'to-api',
+            action: 'REDIRECT_TO_POOL',
+            redirect_pool_id: 'p-api',
+            position: 1,
+            rules: [{ id: 'is-api', type: 'PATH', compare_type: 'STARTS_WITH', value: '/api/' }],
+          },
+          {
+            id: 'moved',
+            action: 'REDIRECT_TO_URL',
+            redirect_url: REDIRECT,
+            redirect_http_code: 301,
+            position: 2,
+            rules: [{ id: 'is-old', type: 'PATH', compare_type: 'EQUAL_TO', value: '/old' }],
+          },
         ],
       },
       {
-        id: 'l-tls', protocol: 'TERMINATED_HTTPS', protocol_port: TLS_PORT, connection_limit: 1000,
-        default_tls_container_ref: 'server.pem', sni_container_refs: ['sni-a.pem', 'sni-b.pem'],
+        id: 'l-tls',
+        protocol: 'TERMINATED_HTTPS',
+        protocol_port: TLS_PORT,
+        connection_limit: 1000,
+        default_tls_container_ref: 'server.pem',
+        sni_container_refs: ['sni-a.pem', 'sni-b.pem'],
         default_pool_id: 'p-api',
       },
     ],
@@ -99,23 +121,25 @@ HAPROXIES.forEach((h, hi) => {
 
   const state = async (server: string) => (await serverStates(engine, LB)).find((s) => s.server === server && s.backend === 'p-web:l-http')?.opState;
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('behaviour');
-    const base = BACKENDS[hi]!;
-    web = await Promise.all([1, 2].map((n) => new TestBackend(`web${n}`, net.hostIp, base(n)).start()));
-    api = await new TestBackend('api', net.hostIp, base(3)).start();
-    const certDir = join(dir, 'certs', LB);
-    mkdirSync(certDir, { recursive: true });
-    writeFixtureCerts(certDir);
-    const caps = await haproxyCapabilities(h.command, dir);
-    const settings = { ...DEFAULT_RENDER_SETTINGS, basePath: dir, baseCertDir: join(dir, 'certs') };
-    const out = renderLoadBalancer(spec(net.nsIp, web, api), settings, { initStateAtStartup: caps.initStateAtStartup });
-    for (const f of out.crtLists) writeFileSync(f.path, f.content);
-    engine = testEngine(h, dir, net.netns);
-    await applyConfig(engine, LB, 'amp', out.haproxyConfig!);
-    await waitFor('every member UP', async () => (await serverStates(engine, LB)).every((s) => s.opState === 2));
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('behaviour');
+      const base = BACKENDS[hi]!;
+      web = await Promise.all([1, 2].map((n) => new TestBackend(`web${n}`, net.hostIp, base(n)).start()));
+      api = await new TestBackend('api', net.hostIp, base(3)).start();
+      const certDir = join(dir, 'certs', LB);
+      mkdirSync(certDir, { recursive: true });
+      writeFixtureCerts(certDir);
+      const caps = await haproxyCapabilities(h.command, dir);
+      const settings = { ...DEFAULT_RENDER_SETTINGS, basePath: dir, baseCertDir: join(dir, 'certs') };
+      const out = renderLoadBalancer(spec(net.nsIp, web, api), settings, { initStateAtStartup: caps.initStateAtStartup });
+      for (const f of out.crtLists) writeFileSync(f.path, f.content);
+      engine = testEngine(h, dir, net.netns);
+      await applyConfig(engine, LB, 'amp', out.haproxyConfig!);
+      await waitFor('every member UP', async () => (await serverStates(engine, LB)).every((s) => s.opState === 2));
+    }),
+  );
 
   t.after(async () => {
     await engine?.stop(LB).catch(() => undefined);

@@ -43,17 +43,26 @@ HAPROXIES.forEach((h, i) => {
   let engine: HaproxyEngine;
   let dir: string;
   const backends: TestBackend[] = [];
-  const config = (members: { id: string; address: string }[]) => octaviaStyleConfig({
-    lbId, baseDir: dir, bind: `${net.nsIp}:${LISTENER(i)}`, members,
-  });
+  const config = (members: { id: string; address: string }[]) =>
+    octaviaStyleConfig({
+      lbId,
+      baseDir: dir,
+      bind: `${net.nsIp}:${LISTENER(i)}`,
+      members,
+    });
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('sec26-cli');
-    backends.push(await new TestBackend('m1', net.hostIp, M1(i)).start(), await new TestBackend('m2', net.hostIp, M2(i)).start(),
-      await new TestBackend('m3', net.hostIp, M3(i)).start());
-    engine = testEngine(h, dir, net.netns);
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('sec26-cli');
+      backends.push(
+        await new TestBackend('m1', net.hostIp, M1(i)).start(),
+        await new TestBackend('m2', net.hostIp, M2(i)).start(),
+        await new TestBackend('m3', net.hostIp, M3(i)).start(),
+      );
+      engine = testEngine(h, dir, net.netns);
+    }),
+  );
 
   t.after(async () => {
     await engine?.stop(lbId).catch(() => undefined);
@@ -64,8 +73,7 @@ HAPROXIES.forEach((h, i) => {
   t('the member comes in with a reload, the frontend stays open and both members serve', async () => {
     const m1 = { id: 'm1', address: `${net.hostIp}:${M1(i)}` };
     await applyConfig(engine, lbId, 'amp', config([m1]));
-    const text = config([m1, { id: 'm2', address: `${net.hostIp}:${M2(i)}` }])
-      .replace(/(server m2 \S+ .*)$/m, `$1 ${INJECTED}`);
+    const text = config([m1, { id: 'm2', address: `${net.hostIp}:${M2(i)}` }]).replace(/(server m2 \S+ .*)$/m, `$1 ${INJECTED}`);
     assert.ok(text.includes(INJECTED));
 
     const report = await engine.apply(lbId, 'amp', text);
@@ -79,14 +87,25 @@ HAPROXIES.forEach((h, i) => {
 
     const url = `http://${net.nsIp}:${LISTENER(i)}/`;
     const seen = new Set<string>();
-    await waitFor('both members answer through the listener', async () => {
-      seen.add(await memberOf(url));
-      return seen.has('200 m1') && seen.has('200 m2');
-    }, 15_000);
-    assert.equal([...seen].filter((s) => !s.startsWith('200 ')), [], 'every request was answered');
+    await waitFor(
+      'both members answer through the listener',
+      async () => {
+        seen.add(await memberOf(url));
+        return seen.has('200 m1') && seen.has('200 m2');
+      },
+      15_000,
+    );
+    assert.equal(
+      [...seen].filter((s) => !s.startsWith('200 ')),
+      [],
+      'every request was answered',
+    );
 
     // The same keyword with a plain host name still goes through the runtime API, without a reload.
-    const plain = `${text}\n`.replace(/(server m2 .*)\n/, `$1\n    server m3 ${net.hostIp}:${M3(i)} weight 1 check inter 1s fall 2 rise 2 check-sni m3.example\n`);
+    const plain = `${text}\n`.replace(
+      /(server m2 .*)\n/,
+      `$1\n    server m3 ${net.hostIp}:${M3(i)} weight 1 check inter 1s fall 2 rise 2 check-sni m3.example\n`,
+    );
     const added = await engine.apply(lbId, 'amp', plain);
     assert.is(added.outcome, 'runtime', added.reloadReason ?? '');
     // Forced DOWN at once, m3 is admitted by haproxy's own checks: the agent has nothing to promote.

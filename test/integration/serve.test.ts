@@ -15,13 +15,19 @@ const exec = promisify(execFile);
 let agent: ChildProcess;
 let output = '';
 
-test.before(loud(async () => {
-  const cwd = await testDir('serve');
-  agent = spawn(process.execPath, [MAIN, 'serve'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-  agent.stdout!.on('data', (d) => { output += d; });
-  agent.stderr!.on('data', (d) => { output += d; });
-  await waitFor('the curl line', () => /curl .*\/1\.0\/info/.test(output), 30_000);
-}));
+test.before(
+  loud(async () => {
+    const cwd = await testDir('serve');
+    agent = spawn(process.execPath, [MAIN, 'serve'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    agent.stdout!.on('data', (d) => {
+      output += d;
+    });
+    agent.stderr!.on('data', (d) => {
+      output += d;
+    });
+    await waitFor('the curl line', () => /curl .*\/1\.0\/info/.test(output), 30_000);
+  }),
+);
 
 test.after(() => {
   agent.kill('SIGTERM');
@@ -37,7 +43,7 @@ test('the printed curl line answers /1.0/info over mutual TLS', async () => {
   assert.match(body.haproxy_version!, /^\d+\.\d+/);
 });
 
-test('version discovery on / and //; unknown paths get Octavia\'s JSON 404', async () => {
+test("version discovery on / and //; unknown paths get Octavia's JSON 404", async () => {
   const line = /^\s*(curl .*)\/1\.0\/info$/m.exec(output)![1]!;
   for (const path of ['/', '//']) {
     const { stdout } = await exec('sh', ['-c', `${line}${path} -sS`]);
@@ -49,7 +55,10 @@ test('version discovery on / and //; unknown paths get Octavia\'s JSON 404', asy
 
 test('a client without a certificate is refused at the handshake', async () => {
   const ca = /--cacert (\S+)/.exec(output)![1]!;
-  const res = await exec('curl', ['-sS', '--cacert', ca, 'https://127.0.0.1:9443/'], {}).then(() => 0, (e: { code: number }) => e.code);
+  const res = await exec('curl', ['-sS', '--cacert', ca, 'https://127.0.0.1:9443/'], {}).then(
+    () => 0,
+    (e: { code: number }) => e.code,
+  );
   assert.ok(res !== 0, 'the request without a client certificate succeeded');
 });
 

@@ -27,18 +27,27 @@ HAPROXIES.filter((h) => ['haproxy-3.0', 'haproxy-3.4'].includes(h.label)).forEac
   let engine: HaproxyEngine;
   let up: TestBackend;
   let dir: string;
-  const config = (generation: number) => octaviaStyleConfig({
-    lbId, baseDir: dir, bind: `${net.nsIp}:${LISTENER_PORT}`, generation,
-    // m2 has no server behind it: it goes DOWN, and it is the file's last line.
-    members: [{ id: 'm1', address: `${net.hostIp}:${M1(i)}` }, { id: 'm2', address: `${net.hostIp}:${M2(i)}` }],
-  });
+  const config = (generation: number) =>
+    octaviaStyleConfig({
+      lbId,
+      baseDir: dir,
+      bind: `${net.nsIp}:${LISTENER_PORT}`,
+      generation,
+      // m2 has no server behind it: it goes DOWN, and it is the file's last line.
+      members: [
+        { id: 'm1', address: `${net.hostIp}:${M1(i)}` },
+        { id: 'm2', address: `${net.hostIp}:${M2(i)}` },
+      ],
+    });
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('sec3-state-nl');
-    up = await new TestBackend('m1', net.hostIp, M1(i)).start();
-    engine = testEngine(h, dir, net.netns);
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('sec3-state-nl');
+      up = await new TestBackend('m1', net.hostIp, M1(i)).start();
+      engine = testEngine(h, dir, net.netns);
+    }),
+  );
 
   t.after(async () => {
     await engine?.stop(lbId).catch(() => undefined);

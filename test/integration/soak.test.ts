@@ -24,13 +24,21 @@ function report(label: string, r: SoakResult): void {
   const first = r.samples[0]!;
   const last = r.samples[r.samples.length - 1]!;
   console.log(`\n  ${label}: ${r.applies} applies in ${r.seconds.toFixed(0)} s, ${r.requests} requests, reloads ${JSON.stringify(r.reloads)}`);
-  console.log(`  RSS ${first.rssKb} -> ${last.rssKb} kB, slope ${r.rssKbPer1000.toFixed(0)} kB/1000 applies; fds ${first.fds} -> ${last.fds}, slope ${r.fdsPer1000.toFixed(1)}/1000`);
+  console.log(
+    `  RSS ${first.rssKb} -> ${last.rssKb} kB, slope ${r.rssKbPer1000.toFixed(0)} kB/1000 applies; fds ${first.fds} -> ${last.fds}, slope ${r.fdsPer1000.toFixed(1)}/1000`,
+  );
 }
 
 HAPROXIES.forEach((h, hi) => {
   const t = suite(`soak (${h.label}): ${APPLIES(hi)} applies under traffic, nothing failed, nothing left behind, fds${hi === LONG ? ' and RSS' : ''} flat`);
   t('the soak', async () => {
-    const r = await runSoak({ haproxy: h, applies: APPLIES(hi), warmup: hi === LONG ? WARMUP : undefined, sampleEvery: 10, ports: { agent: AGENT(hi), backend: BACKENDS[hi]! } });
+    const r = await runSoak({
+      haproxy: h,
+      applies: APPLIES(hi),
+      warmup: hi === LONG ? WARMUP : undefined,
+      sampleEvery: 10,
+      ports: { agent: AGENT(hi), backend: BACKENDS[hi]! },
+    });
     report(h.label, r);
     assert.equal(r.failedApplies, [], 'failed applies');
     assert.equal(r.failedRequests, [], 'failed requests');

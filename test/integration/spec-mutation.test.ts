@@ -32,21 +32,55 @@ function prng(seed: number): () => number {
 }
 
 const HOSTILE_STRINGS = [
-  '', ' ', 'a b', 'line\nbreak', 'cr\rhere', 'tab\there', 'quote"d', "single'q", 'hash#tag', 'back\\slash', '&amp;<>',
-  '\u0001', '\u007f', '\u0085', 'None', '%[src]', '{{ lb_id }}', 'ü-nicode', 'x'.repeat(300), '../../etc/passwd', '/ok/path',
-  '10.0.0.1', '2001:db8::1', 'ROUND_ROBIN', 'TCP', 'HTTP', '200-204', '1.1', 'true', 'server.pem', 'missing.pem', 'h2',
+  '',
+  ' ',
+  'a b',
+  'line\nbreak',
+  'cr\rhere',
+  'tab\there',
+  'quote"d',
+  "single'q",
+  'hash#tag',
+  'back\\slash',
+  '&amp;<>',
+  '\u0001',
+  '\u007f',
+  '\u0085',
+  'None',
+  '%[src]',
+  '{{ lb_id }}',
+  'ü-nicode',
+  'x'.repeat(300),
+  '../../etc/passwd',
+  '/ok/path',
+  '10.0.0.1',
+  '2001:db8::1',
+  'ROUND_ROBIN',
+  'TCP',
+  'HTTP',
+  '200-204',
+  '1.1',
+  'true',
+  'server.pem',
+  'missing.pem',
+  'h2',
 ];
-const HOSTILE_VALUES: unknown[] = [
-  null, true, false, 0, -1, 1, 1.5, 255, 256, 257, 65535, 65536, 2 ** 31, -(2 ** 31), 1e308, [], {}, [1], { x: 1 },
-];
+const HOSTILE_VALUES: unknown[] = [null, true, false, 0, -1, 1, 1.5, 255, 256, 257, 65535, 65536, 2 ** 31, -(2 ** 31), 1e308, [], {}, [1], { x: 1 }];
 
 type Json = unknown;
 type Slot = { parent: Record<string, Json> | Json[]; key: string | number };
 
 function slots(doc: Json, out: Slot[] = []): Slot[] {
-  if (Array.isArray(doc)) doc.forEach((v, i) => { out.push({ parent: doc, key: i }); slots(v, out); });
+  if (Array.isArray(doc))
+    doc.forEach((v, i) => {
+      out.push({ parent: doc, key: i });
+      slots(v, out);
+    });
   else if (doc && typeof doc === 'object') {
-    for (const [k, v] of Object.entries(doc)) { out.push({ parent: doc as Record<string, Json>, key: k }); slots(v, out); }
+    for (const [k, v] of Object.entries(doc)) {
+      out.push({ parent: doc as Record<string, Json>, key: k });
+      slots(v, out);
+    }
   }
   return out;
 }
@@ -55,8 +89,23 @@ function slots(doc: Json, out: Slot[] = []): Slot[] {
 const PLAUSIBLE: Record<string, Json[]> = {
   protocol: ['HTTP', 'HTTPS', 'TCP', 'TERMINATED_HTTPS', 'PROMETHEUS', 'UDP', 'SCTP', 'PROXY', 'PROXYV2'],
   lb_algorithm: ['ROUND_ROBIN', 'LEAST_CONNECTIONS', 'SOURCE_IP'],
-  type: ['HTTP', 'HTTPS', 'PING', 'TCP', 'TLS-HELLO', 'UDP-CONNECT', 'SCTP', 'SOURCE_IP', 'HTTP_COOKIE', 'APP_COOKIE',
-    'HOST_NAME', 'PATH', 'FILE_TYPE', 'HEADER', 'COOKIE'],
+  type: [
+    'HTTP',
+    'HTTPS',
+    'PING',
+    'TCP',
+    'TLS-HELLO',
+    'UDP-CONNECT',
+    'SCTP',
+    'SOURCE_IP',
+    'HTTP_COOKIE',
+    'APP_COOKIE',
+    'HOST_NAME',
+    'PATH',
+    'FILE_TYPE',
+    'HEADER',
+    'COOKIE',
+  ],
   compare_type: ['REGEX', 'STARTS_WITH', 'ENDS_WITH', 'CONTAINS', 'EQUAL_TO'],
   action: ['REJECT', 'REDIRECT_TO_URL', 'REDIRECT_TO_POOL', 'REDIRECT_PREFIX'],
   weight: [0, 1, 100, 256],
@@ -102,7 +151,9 @@ function mutate(seed: Json, rnd: () => number): { doc: Json; what: string } {
   const plausible = all.filter((s) => typeof s.key === 'string' && PLAUSIBLE[s.key]);
   const { parent, key } = kind < 0.5 && plausible.length > 0 ? pick(plausible) : pick(all);
   const at = `${String(key)}`;
-  const set = (v: Json) => { (parent as Record<string, Json>)[key as string] = v; };
+  const set = (v: Json) => {
+    (parent as Record<string, Json>)[key as string] = v;
+  };
   if (kind < 0.5 && typeof key === 'string' && PLAUSIBLE[key]) {
     const v = pick(PLAUSIBLE[key]!);
     set(v);
@@ -127,7 +178,7 @@ function mutate(seed: Json, rnd: () => number): { doc: Json; what: string } {
     parent.push(structuredClone(parent[key as number]));
     return { doc, what: `duplicate ${at}` };
   }
-  (Array.isArray(parent) ? (doc as Record<string, Json>) : parent as Record<string, Json>)[pick(['bogus', 'Id', 'members ', 'enabled'])] = 1;
+  (Array.isArray(parent) ? (doc as Record<string, Json>) : (parent as Record<string, Json>))[pick(['bogus', 'Id', 'members ', 'enabled'])] = 1;
   return { doc, what: `unknown field near ${at}` };
 }
 
@@ -143,16 +194,18 @@ let certDir: string;
 let workRoot: string;
 const targets: { command: string[]; keepalived: string[]; label: string; target: RenderTarget }[] = [];
 
-t.before(loud(async () => {
-  ({ certDir, workRoot } = await fixtureWorkspace('mutation'));
-  // keepalived does not depend on haproxy: the keepalived versions take turns,
-  // so every mutant meets each of them.
-  for (const [i, h] of HAPROXIES.entries()) {
-    const caps = await haproxyCapabilities(h.command, join(TEST_ROOT, 'probes'));
-    const k = KEEPALIVEDS[i % KEEPALIVEDS.length]!;
-    targets.push({ command: h.command, keepalived: k.command, label: `${h.label}/${k.label}`, target: { initStateAtStartup: caps.initStateAtStartup } });
-  }
-}));
+t.before(
+  loud(async () => {
+    ({ certDir, workRoot } = await fixtureWorkspace('mutation'));
+    // keepalived does not depend on haproxy: the keepalived versions take turns,
+    // so every mutant meets each of them.
+    for (const [i, h] of HAPROXIES.entries()) {
+      const caps = await haproxyCapabilities(h.command, join(TEST_ROOT, 'probes'));
+      const k = KEEPALIVEDS[i % KEEPALIVEDS.length]!;
+      targets.push({ command: h.command, keepalived: k.command, label: `${h.label}/${k.label}`, target: { initStateAtStartup: caps.initStateAtStartup } });
+    }
+  }),
+);
 
 t(`${MUTANTS} mutants of the fixtures`, async () => {
   const seeds = loadSeeds();
@@ -200,13 +253,23 @@ t(`${MUTANTS} mutants of the fixtures`, async () => {
   }
   // Four haproxy -c at a time: two cores, and the chroot start-up is mostly waiting.
   const queue = [...checks];
-  await Promise.all(Array.from({ length: 4 }, async () => {
-    for (let job = queue.shift(); job; job = queue.shift()) await job();
-  }));
-  console.log(`  ${MUTANTS} mutants: ${refused} refused with field paths, ${rendered} rendered and checked on ` +
-    `${targets.length} haproxy versions (${missingCertificate} checks skipped: renamed certificate file), ${failures.length} failures`);
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      for (let job = queue.shift(); job; job = queue.shift()) await job();
+    }),
+  );
+  console.log(
+    `  ${MUTANTS} mutants: ${refused} refused with field paths, ${rendered} rendered and checked on ` +
+      `${targets.length} haproxy versions (${missingCertificate} checks skipped: renamed certificate file), ${failures.length} failures`,
+  );
   assert.ok(rendered >= 100, `only ${rendered} mutants stayed valid: the test would prove little`);
-  for (const f of failures.slice(0, 20)) console.log(`  ${f.split('\n').filter((l) => !l.includes('[NOTICE]')).join('\n    ')}`);
+  for (const f of failures.slice(0, 20))
+    console.log(
+      `  ${f
+        .split('\n')
+        .filter((l) => !l.includes('[NOTICE]'))
+        .join('\n    ')}`,
+    );
   assert.is(failures.length, 0, `${failures.length} failures`);
 });
 

@@ -41,24 +41,28 @@ for (const h of HAPROXIES) {
   let members: TestBackend[];
   let config: (generation: number) => string;
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    const dir = await testDir('sticky');
-    engine = testEngine(h, dir, net.netns);
-    members = await Promise.all([
-      new TestBackend('m1', net.hostIp, M1).start(),
-      new TestBackend('m2', net.hostIp, M2).start(),
-    ]);
-    config = (generation) => octaviaStyleConfig({
-      lbId: LB, baseDir: dir, bind: `${net.nsIp}:8080`, generation, monitor: null,
-      members: members.map((m) => ({ id: m.name, address: m.address })),
-      // The other amphora is gone (an address nothing answers for): haproxy
-      // gives up learning from it after its 5 s timeout.
-      peers: { local: { name: peerName(AMP), address: `${net.nsIp}:${PEER_PORT}` }, remote: { name: 'other-amphora', address: `192.0.2.1:${PEER_PORT}` } },
-    });
-    await applyConfig(engine, LB, AMP, config(0));
-    await waitFor('both members UP', async () => (await serverStates(engine, LB)).every((s) => s.opState === 2));
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      const dir = await testDir('sticky');
+      engine = testEngine(h, dir, net.netns);
+      members = await Promise.all([new TestBackend('m1', net.hostIp, M1).start(), new TestBackend('m2', net.hostIp, M2).start()]);
+      config = (generation) =>
+        octaviaStyleConfig({
+          lbId: LB,
+          baseDir: dir,
+          bind: `${net.nsIp}:8080`,
+          generation,
+          monitor: null,
+          members: members.map((m) => ({ id: m.name, address: m.address })),
+          // The other amphora is gone (an address nothing answers for): haproxy
+          // gives up learning from it after its 5 s timeout.
+          peers: { local: { name: peerName(AMP), address: `${net.nsIp}:${PEER_PORT}` }, remote: { name: 'other-amphora', address: `192.0.2.1:${PEER_PORT}` } },
+        });
+      await applyConfig(engine, LB, AMP, config(0));
+      await waitFor('both members UP', async () => (await serverStates(engine, LB)).every((s) => s.opState === 2));
+    }),
+  );
 
   t.after(async () => {
     await engine.stop(LB).catch(() => undefined);

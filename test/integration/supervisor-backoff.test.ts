@@ -35,19 +35,31 @@ function killHaproxy(master: number): void {
   let children: number[] = [];
   try {
     children = readFileSync(`/proc/${master}/task/${master}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch { /* already gone */ }
+  } catch {
+    /* already gone */
+  }
   for (const pid of [master, ...children]) {
-    try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
   }
 }
 
 function spec(vip: string, member: TestBackend) {
   return {
-    id: LB, vip_address: vip,
-    listeners: [{
-      id: 'l-http', protocol: 'HTTP', protocol_port: PORT, connection_limit: 1000,
-      default_pool: { id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm0', address: member.host, protocol_port: member.port }] },
-    }],
+    id: LB,
+    vip_address: vip,
+    listeners: [
+      {
+        id: 'l-http',
+        protocol: 'HTTP',
+        protocol_port: PORT,
+        connection_limit: 1000,
+        default_pool: { id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm0', address: member.host, protocol_port: member.port }] },
+      },
+    ],
   };
 }
 
@@ -85,15 +97,17 @@ UNDER_TEST.forEach((h, hi) => {
     }
   };
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    const dir = await testDir('supervisor-backoff');
-    member = await new TestBackend('m0', net.hostIp, BACKEND(hi)).start();
-    agent = await startAgent(h, dir, net.netns, AGENT(hi));
-    const put = await apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}`, { body: spec(net.nsIp, member) });
-    assert.is(put.status, 201, put.text);
-    await waitFor('the load balancer to serve', serves);
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      const dir = await testDir('supervisor-backoff');
+      member = await new TestBackend('m0', net.hostIp, BACKEND(hi)).start();
+      agent = await startAgent(h, dir, net.netns, AGENT(hi));
+      const put = await apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}`, { body: spec(net.nsIp, member) });
+      assert.is(put.status, 201, put.text);
+      await waitFor('the load balancer to serve', serves);
+    }),
+  );
 
   t.after(async () => {
     await apiRequest(agent, 'DELETE', `/2.0/loadbalancers/${LB}`).catch(() => undefined);
@@ -136,7 +150,9 @@ UNDER_TEST.forEach((h, hi) => {
     const attempts = metric(await metrics(), 'amphora_agent_haproxy_restarts_total', new RegExp(LB)) - attemptsBefore;
     const tightLoop = Math.floor(WINDOW_MS / TICK_MS);
     const gaps = killedAt.slice(1).map((at, i) => ((at - killedAt[i]!) / 1000).toFixed(1));
-    console.log(`${h.label}: ${attempts} restart attempts and ${killed.size} masters killed in ${WINDOW_MS / 1000} s (a restart every tick would be ${tightLoop}); s between kills: ${gaps.join(', ')}`);
+    console.log(
+      `${h.label}: ${attempts} restart attempts and ${killed.size} masters killed in ${WINDOW_MS / 1000} s (a restart every tick would be ${tightLoop}); s between kills: ${gaps.join(', ')}`,
+    );
     assert.ok(attempts >= 3, `only ${attempts} restart attempts: haproxy was not restarted`);
     assert.ok(attempts <= tightLoop / 2, `${attempts} restart attempts in ${WINDOW_MS / 1000} s: no backoff`);
     assert.ok(sawWaiting, '/2.0 status never showed a restart waiting');
@@ -160,10 +176,15 @@ UNDER_TEST.forEach((h, hi) => {
   t('a PUT while a restart waits starts haproxy at once and clears the delays', async () => {
     // Up for less than a minute after the crash loop: the next death waits.
     killHaproxy(masterPid()!);
-    const waiting = await waitFor('a restart to wait', async () => {
-      const s = (await status()).haproxy;
-      return s.restart.state === 'waiting' && s.restart.next_restart_in_s >= 5 ? s.restart : null;
-    }, 10_000, 100);
+    const waiting = await waitFor(
+      'a restart to wait',
+      async () => {
+        const s = (await status()).haproxy;
+        return s.restart.state === 'waiting' && s.restart.next_restart_in_s >= 5 ? s.restart : null;
+      },
+      10_000,
+      100,
+    );
     const put = await apiRequest(agent, 'PUT', `/2.0/loadbalancers/${LB}`, { body: spec(net.nsIp, member) });
     assert.is(put.status, 200, put.text);
     assert.is(put.json.result, 'started', `restart was waiting ${waiting.next_restart_in_s} s`);

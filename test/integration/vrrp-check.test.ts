@@ -34,18 +34,36 @@ function runCheck(): { status: number; ms: number } {
 
 const sockets = () => lbs.map((lb) => statsSocket(dir, lb));
 
-test.before(loud(async () => {
-  net = createTestNetwork();
-  dir = await testDir('vrrp-check');
-  mkdirSync(join(dir, 'units'), { recursive: true });
-  engine = testEngine(HAPROXIES[0]!, dir, net.netns);
-  for (const [i, lbId] of lbs.entries()) {
-    await applyConfig(engine, lbId, 'amp', octaviaStyleConfig({
-      lbId, baseDir: dir, bind: `${net.nsIp}:${8100 + i}`, monitor: null, connectionLimit: 1000, members: [{ id: randomUUID(), address: '127.0.0.1:9' }],
-    }));
-  }
-  await uploadVrrp(dir, { netns: net.netns, logFacility: 1, processManager: 'direct', unitDir: join(dir, 'units') }, 'vrrp_instance x {\n}\n', sockets(), false);
-}));
+test.before(
+  loud(async () => {
+    net = createTestNetwork();
+    dir = await testDir('vrrp-check');
+    mkdirSync(join(dir, 'units'), { recursive: true });
+    engine = testEngine(HAPROXIES[0]!, dir, net.netns);
+    for (const [i, lbId] of lbs.entries()) {
+      await applyConfig(
+        engine,
+        lbId,
+        'amp',
+        octaviaStyleConfig({
+          lbId,
+          baseDir: dir,
+          bind: `${net.nsIp}:${8100 + i}`,
+          monitor: null,
+          connectionLimit: 1000,
+          members: [{ id: randomUUID(), address: '127.0.0.1:9' }],
+        }),
+      );
+    }
+    await uploadVrrp(
+      dir,
+      { netns: net.netns, logFacility: 1, processManager: 'direct', unitDir: join(dir, 'units') },
+      'vrrp_instance x {\n}\n',
+      sockets(),
+      false,
+    );
+  }),
+);
 
 test.after(async () => {
   for (const lb of lbs) await engine.stop(lb).catch(() => undefined);
@@ -78,7 +96,7 @@ test('one load balancer stopped: 1', async () => {
   assert.is(runCheck().status, 0);
 });
 
-test('a hung haproxy (its worker stopped): 1, after the 5 s answer timeout and well within keepalived\'s', async () => {
+test("a hung haproxy (its worker stopped): 1, after the 5 s answer timeout and well within keepalived's", async () => {
   const out = spawnSync('ip', ['netns', 'pids', net.netns], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
   // Every process of lbs[0]'s haproxy (master and worker): their command lines name its config.
   const holders = out.filter((pid) => {

@@ -32,8 +32,11 @@ import { testPorts } from '../helpers/ports.js';
 
 const PORT = testPorts('active-standby-systemd').one();
 const LB: LbSpec = {
-  lbId: 'a5a5a5a5-0000-4000-8000-5d0000000001', listenerId: 'b5b5b5b5-0000-4000-8000-5d0000000001',
-  poolId: 'c5c5c5c5-0000-4000-8000-5d0000000001', port: 80, persistence: 'SOURCE_IP',
+  lbId: 'a5a5a5a5-0000-4000-8000-5d0000000001',
+  listenerId: 'b5b5b5b5-0000-4000-8000-5d0000000001',
+  poolId: 'c5c5c5c5-0000-4000-8000-5d0000000001',
+  port: 80,
+  persistence: 'SOURCE_IP',
 };
 const UNIT = `haproxy-${LB.lbId}.service`;
 /** trixie's controller, for trixie's image. */
@@ -45,14 +48,16 @@ let rig: SystemdActiveStandbyRig;
 /** The image's haproxy (major.minor), for the templater. */
 let haproxyVersion = '';
 
-test.before(loud(async () => {
-  const started = Date.now();
-  const { tar, summary } = ciImageTar();
-  console.log(summary);
-  image = ImageRoot.extract(tar);
-  rig = await SystemdActiveStandbyRig.create(image, RELEASE, PORT);
-  console.log(`[${rig.label}] two containers booted, agents up and amphorae plugged in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-}));
+test.before(
+  loud(async () => {
+    const started = Date.now();
+    const { tar, summary } = ciImageTar();
+    console.log(summary);
+    image = ImageRoot.extract(tar);
+    rig = await SystemdActiveStandbyRig.create(image, RELEASE, PORT);
+    console.log(`[${rig.label}] two containers booted, agents up and amphorae plugged in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }),
+);
 
 test.after(async () => {
   await rig?.destroy();
@@ -61,7 +66,7 @@ test.after(async () => {
 
 const trackFile = (amp: ContainerAmphora) => amp.container.path(`${BASE_PATH}/vrrp/haproxy.track`);
 
-test('set up through the controller: haproxy and keepalived run as the agent\'s systemd units, one VIP holder', async () => {
+test("set up through the controller: haproxy and keepalived run as the agent's systemd units, one VIP holder", async () => {
   haproxyVersion = /HAProxy version (\d+\.\d+)/.exec(rig.a.container.exec(['/usr/sbin/haproxy', '-v']))![1]!;
   await rig.deployListener(LB, haproxyVersion);
   await rig.deployVrrp(LB);
@@ -105,7 +110,16 @@ test('agent restarted by systemd, then a planned reload, on the master: no VIP m
     await waitFor('the load to run', () => load.records.length >= 150, 10_000, 50);
     t0 = Date.now();
     master.container.exec(['systemctl', 'restart', 'amphora-agent.service']);
-    await waitFor('the agent to answer again', () => master.peer.call('get_info').then(() => true, () => false), 30_000, 200);
+    await waitFor(
+      'the agent to answer again',
+      () =>
+        master.peer.call('get_info').then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+      200,
+    );
     steps.push(`agent answering again ${Date.now() - t0} ms after the restart`);
     // Longer than a VRRP check interval with the agent back.
     await sleep(6000);
@@ -121,8 +135,10 @@ test('agent restarted by systemd, then a planned reload, on the master: no VIP m
   const f = figures(rig, 'agent restarted by systemd, then a planned reload, on the master', load.records, t0, null);
   const after = rig.haproxyUnit(master, LB.lbId);
   const procAfter = await processTable(master);
-  console.log(`[${rig.label}] ${steps.join('; ')}; ${UNIT}: main pid ${before.mainPid} -> ${after.mainPid}, restarts ${before.restarts} -> ${after.restarts}, ` +
-    `worker ${procBefore.worker} -> ${procAfter.worker}, reloads ${procBefore.reloads} -> ${procAfter.reloads}`);
+  console.log(
+    `[${rig.label}] ${steps.join('; ')}; ${UNIT}: main pid ${before.mainPid} -> ${after.mainPid}, restarts ${before.restarts} -> ${after.restarts}, ` +
+      `worker ${procBefore.worker} -> ${procAfter.worker}, reloads ${procBefore.reloads} -> ${procAfter.reloads}`,
+  );
   assert.not.ok(lost, 'the VIP left the master');
   assert.is(f.failed.length, 0);
   // The agent's restart changed nothing; the reload made one new worker under the same master.
@@ -134,7 +150,7 @@ test('agent restarted by systemd, then a planned reload, on the master: no VIP m
   assert.is(readFileSync(trackFile(master), 'utf8').trim(), '0');
 });
 
-test('haproxy\'s master process SIGKILLed on the master: systemd restarts it, no VIP move, loss window under 1 s', async () => {
+test("haproxy's master process SIGKILLed on the master: systemd restarts it, no VIP move, loss window under 1 s", async () => {
   const master = await rig.master();
   const before = rig.haproxyUnit(master, LB.lbId);
   const load = rig.load({ sources: CLIENT_SOURCES }).start();
@@ -162,8 +178,10 @@ test('haproxy\'s master process SIGKILLed on the master: systemd restarts it, no
   }
   const f = figures(rig, 'haproxy master SIGKILLed on the master (systemd restarts it)', load.records, t0, null);
   const after = rig.haproxyUnit(master, LB.lbId);
-  console.log(`[${rig.label}] ${UNIT} on ${master.name}: main pid ${before.mainPid} -> ${after.mainPid}, restarts ${before.restarts} -> ${after.restarts}, ` +
-    `active again ${restartedAt === null ? 'never' : `${restartedAt - t0} ms`} after the kill (as polled every 50 ms)`);
+  console.log(
+    `[${rig.label}] ${UNIT} on ${master.name}: main pid ${before.mainPid} -> ${after.mainPid}, restarts ${before.restarts} -> ${after.restarts}, ` +
+      `active again ${restartedAt === null ? 'never' : `${restartedAt - t0} ms`} after the kill (as polled every 50 ms)`,
+  );
   assert.not.ok(moved, 'the VIP left the master');
   assert.is(after.state, 'active/running');
   assert.is(after.restarts, before.restarts + 1, 'systemd did not restart haproxy (once)');
@@ -174,7 +192,7 @@ test('haproxy\'s master process SIGKILLed on the master: systemd restarts it, no
   assert.is(load.records.filter((r) => r.start >= back && r.status !== 200).length, 0, `failed after +${back - t0} ms`);
 });
 
-test('haproxy stopped for good through the API on the master: the agent\'s track file moves the VIP within 1.5 s', async () => {
+test("haproxy stopped for good through the API on the master: the agent's track file moves the VIP within 1.5 s", async () => {
   const master = await rig.master();
   const backup = rig.other(master);
   const load = rig.load({ sources: CLIENT_SOURCES }).start();
@@ -186,7 +204,7 @@ test('haproxy stopped for good through the API on the master: the agent\'s track
     t0 = Date.now();
     const arrival = vipArrival(rig, backup, 5000);
     // Octavia's 1.0 client has no stop call; its put() sends the agent's PUT .../stop.
-    const r = await master.peer.call('put', `loadbalancer/${LB.lbId}/stop`) as { status: number };
+    const r = (await master.peer.call('put', `loadbalancer/${LB.lbId}/stop`)) as { status: number };
     assert.is(r.status, 202);
     stoppedAt = Date.now();
     movedAt = await arrival;
@@ -195,7 +213,9 @@ test('haproxy stopped for good through the API on the master: the agent\'s track
     await load.stop();
   }
   const f = figures(rig, 'haproxy stopped through the API on the master', load.records, t0, movedAt);
-  console.log(`[${rig.label}] stop call returned after ${stoppedAt - t0} ms; VIP on ${backup.name} ${movedAt === null ? 'never' : `${movedAt - stoppedAt} ms after`}`);
+  console.log(
+    `[${rig.label}] stop call returned after ${stoppedAt - t0} ms; VIP on ${backup.name} ${movedAt === null ? 'never' : `${movedAt - stoppedAt} ms after`}`,
+  );
   assert.is(rig.haproxyUnit(master, LB.lbId).state, 'inactive/dead');
   assert.is(readFileSync(trackFile(master), 'utf8').trim(), '1');
   assert.ok(movedAt !== null && movedAt - stoppedAt <= 1500, 'the VIP did not move within 1.5 s of the stop');

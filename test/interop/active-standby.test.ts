@@ -21,22 +21,38 @@ import { HAPROXIES, INTEROP_PAIRS, type InteropPair } from '../helpers/haproxies
 import { loud } from '../helpers/hooks.js';
 import { sleep, waitFor } from '../helpers/load.js';
 import {
-  ActiveStandbyRig, CLIENT_SOURCES, SESSION_COOKIE, figures, vipArrival, type Amphora, type LbSpec, type ListenerSpec, type LoadRecord,
+  ActiveStandbyRig,
+  CLIENT_SOURCES,
+  SESSION_COOKIE,
+  figures,
+  vipArrival,
+  type Amphora,
+  type LbSpec,
+  type ListenerSpec,
+  type LoadRecord,
 } from '../helpers/active-standby.js';
 
 const LB: LbSpec = {
-  lbId: 'a5a5a5a5-0000-4000-8000-000000000001', listenerId: 'b5b5b5b5-0000-4000-8000-000000000001',
-  poolId: 'c5c5c5c5-0000-4000-8000-000000000001', port: 80, persistence: 'SOURCE_IP',
+  lbId: 'a5a5a5a5-0000-4000-8000-000000000001',
+  listenerId: 'b5b5b5b5-0000-4000-8000-000000000001',
+  poolId: 'c5c5c5c5-0000-4000-8000-000000000001',
+  port: 80,
+  persistence: 'SOURCE_IP',
 };
 const BACKEND = `${LB.poolId}:${LB.listenerId}`;
 /** A second listener and pool on the same load balancer, with APP_COOKIE persistence (full set only). */
 const COOKIE_LISTENER: ListenerSpec = {
-  listenerId: 'b5b5b5b5-0000-4000-8000-000000000002', poolId: 'c5c5c5c5-0000-4000-8000-000000000002', port: 8080,
-  persistence: 'APP_COOKIE', cookieName: SESSION_COOKIE,
+  listenerId: 'b5b5b5b5-0000-4000-8000-000000000002',
+  poolId: 'c5c5c5c5-0000-4000-8000-000000000002',
+  port: 8080,
+  persistence: 'APP_COOKIE',
+  cookieName: SESSION_COOKIE,
 };
 /** The listener pushed while the master dies (scenario 9). */
 const NEW_LISTENER: ListenerSpec = {
-  listenerId: 'b5b5b5b5-0000-4000-8000-000000000003', poolId: 'c5c5c5c5-0000-4000-8000-000000000003', port: 8090,
+  listenerId: 'b5b5b5b5-0000-4000-8000-000000000003',
+  poolId: 'c5c5c5c5-0000-4000-8000-000000000003',
+  port: 8090,
 };
 const backendOf = (l: ListenerSpec) => `${l.poolId}:${l.listenerId}`;
 // Octavia's defaults, which its KeepalivedJinjaTemplater renders (vrrp_check_interval, vrrp_fail_count, advert_int).
@@ -75,7 +91,11 @@ function stickyChanges(records: LoadRecord[], t0: number, settle: number): strin
     const changes = before.filter((r, i) => i > 0 && r.member !== before[i - 1]!.member).length;
     if (changes) console.log(`${src}: changed member ${changes} time(s) before the failover (${before.map((r) => r.member).join(' ')})`);
     if (after.size === 1 && after.has(held)) continue;
-    const timeline = records.filter((r) => r.src === src && r.start >= t0).sort((a, b) => a.start - b.start).slice(0, 12).map((r) => `+${r.start - t0}:${r.member ?? r.error}`);
+    const timeline = records
+      .filter((r) => r.src === src && r.start >= t0)
+      .sort((a, b) => a.start - b.start)
+      .slice(0, 12)
+      .map((r) => `+${r.start - t0}:${r.member ?? r.error}`);
     moved.push(`${src}: member ${held} at the failover, ${[...after].join(',')} after (${timeline.join(' ')})`);
   }
   return moved;
@@ -134,9 +154,11 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
   let rig: ActiveStandbyRig;
   const old = octavia.label === 'octavia-11';
 
-  test.before(loud(async () => {
-    rig = await ActiveStandbyRig.create(haproxy, octavia, 19943 + HAPROXIES.indexOf(haproxy));
-  }));
+  test.before(
+    loud(async () => {
+      rig = await ActiveStandbyRig.create(haproxy, octavia, 19943 + HAPROXIES.indexOf(haproxy));
+    }),
+  );
 
   test.after(async () => {
     await rig?.destroy();
@@ -161,8 +183,11 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
     for (const amp of rig.amphorae) assert.match(await stickTable(amp), /table: /);
   });
 
-  async function handover(name: string, event: (master: Amphora) => Promise<void> | void,
-    opts: { moveWithinMs: number; afterMs: number; release?: boolean; port?: number; cookie?: boolean }) {
+  async function handover(
+    name: string,
+    event: (master: Amphora) => Promise<void> | void,
+    opts: { moveWithinMs: number; afterMs: number; release?: boolean; port?: number; cookie?: boolean },
+  ) {
     const master = await rig.master();
     const backup = rig.other(master);
     const load = rig.load({ sources: CLIENT_SOURCES, cookie: opts.cookie }, opts.port).start();
@@ -198,9 +223,13 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
   }
 
   test('graceful stop of VRRP on the master: VIP moved within 1 s of the master letting it go, at most in-flight failures, clients keep their member', async () => {
-    const { f, load, t0, movedAt, releasedAt, master, backup } = await handover('graceful VRRP stop', async (m) => {
-      await m.peer.call('stop_vrrp');
-    }, { moveWithinMs: 1000, afterMs: 3000, release: true });
+    const { f, load, t0, movedAt, releasedAt, master, backup } = await handover(
+      'graceful VRRP stop',
+      async (m) => {
+        await m.peer.call('stop_vrrp');
+      },
+      { moveWithinMs: 1000, afterMs: 3000, release: true },
+    );
     // Whatever is asserted below, the next scenarios need VRRP on both again.
     const restartAt = Date.now();
     const restarted = master.peer.call('start_vrrp');
@@ -235,9 +264,13 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
   if (full) {
     test('keepalived crash on the master (its VRRP child killed): no gap over 4.5 s, failures only while the VIP moves', async () => {
       const t0 = Date.now();
-      const { f, load } = await handover('VRRP child killed on the master', (m) => {
-        process.kill(rig.vrrpChildPid(m), 'SIGKILL');
-      }, { moveWithinMs: 5000, afterMs: 7000 });
+      const { f, load } = await handover(
+        'VRRP child killed on the master',
+        (m) => {
+          process.kill(rig.vrrpChildPid(m), 'SIGKILL');
+        },
+        { moveWithinMs: 5000, afterMs: 7000 },
+      );
       // keepalived respawns its VRRP child at once, but the new child starts
       // in BACKUP and drops the VIP, so this is a master-down interval (3 x
       // advert + skew) like a power-off, not the 0 failures a surviving VIP
@@ -292,16 +325,22 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
   }
 
   if (full) {
-    test('haproxy stopped for good through the API on the master: the agent\'s track file moves the VIP within 1.5 s', async () => {
+    test("haproxy stopped for good through the API on the master: the agent's track file moves the VIP within 1.5 s", async () => {
       let stoppedAt = 0;
-      const { f, t0, movedAt, master, backup } = await handover('haproxy stopped through the API on the master', async (m) => {
-        // Octavia's 1.0 client has no stop call (its controller never stops a
-        // listener); its put() sends the agent's PUT .../stop.
-        const r = await m.peer.call('put', `loadbalancer/${LB.lbId}/stop`) as { status: number };
-        assert.is(r.status, 202);
-        stoppedAt = Date.now();
-      }, { moveWithinMs: 1500, afterMs: 3000 });
-      console.log(`[${haproxy.label} ${octavia.label}] stop call returned after ${stoppedAt - t0} ms; VIP on ${backup.name} ${movedAt === null ? 'never' : `${movedAt - stoppedAt} ms after`}`);
+      const { f, t0, movedAt, master, backup } = await handover(
+        'haproxy stopped through the API on the master',
+        async (m) => {
+          // Octavia's 1.0 client has no stop call (its controller never stops a
+          // listener); its put() sends the agent's PUT .../stop.
+          const r = (await m.peer.call('put', `loadbalancer/${LB.lbId}/stop`)) as { status: number };
+          assert.is(r.status, 202);
+          stoppedAt = Date.now();
+        },
+        { moveWithinMs: 1500, afterMs: 3000 },
+      );
+      console.log(
+        `[${haproxy.label} ${octavia.label}] stop call returned after ${stoppedAt - t0} ms; VIP on ${backup.name} ${movedAt === null ? 'never' : `${movedAt - stoppedAt} ms after`}`,
+      );
       assert.ok(movedAt !== null && movedAt - stoppedAt <= 1500, 'the VIP did not move within 1.5 s of the stop');
       assert.is(f.successAfterMove, 1);
       assert.equal(Object.keys(f.servedAfter), [backup.name]);
@@ -324,19 +363,25 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
       // priority 0 advert) and the backup's skew.
       const bound = 2 * CHECK_FALL * CHECK_INTERVAL_MS + SKEW_MS + 500;
       try {
-        const { f, movedAt, t0, master, backup } = await handover('haproxy hung (SIGSTOP) on the master', async (m) => {
-          hung = rig.haproxyPids(m, LB.lbId);
-          assert.ok(hung.length >= 2, `haproxy processes: ${hung.join(',')}`);
-          for (const pid of hung) process.kill(pid, 'SIGSTOP');
-          // The agent's calls that read haproxy's sockets, while it hangs.
-          await sleep(1000);
-          calls = {
-            listeners: await timed(() => m.peer.call('get_all_listeners')),
-            details: await timed(() => m.peer.call('get_details')),
-            info: await timed(() => m.peer.call('get_info')),
-          };
-        }, { moveWithinMs: bound, afterMs: 3000 });
-        console.log(`[${haproxy.label} ${octavia.label}] API calls to ${master.name} during the hang: ${JSON.stringify(calls)}; VIP on ${backup.name} after ${movedAt === null ? 'never' : `${movedAt - t0} ms`} (bound ${bound} ms)`);
+        const { f, movedAt, t0, master, backup } = await handover(
+          'haproxy hung (SIGSTOP) on the master',
+          async (m) => {
+            hung = rig.haproxyPids(m, LB.lbId);
+            assert.ok(hung.length >= 2, `haproxy processes: ${hung.join(',')}`);
+            for (const pid of hung) process.kill(pid, 'SIGSTOP');
+            // The agent's calls that read haproxy's sockets, while it hangs.
+            await sleep(1000);
+            calls = {
+              listeners: await timed(() => m.peer.call('get_all_listeners')),
+              details: await timed(() => m.peer.call('get_details')),
+              info: await timed(() => m.peer.call('get_info')),
+            };
+          },
+          { moveWithinMs: bound, afterMs: 3000 },
+        );
+        console.log(
+          `[${haproxy.label} ${octavia.label}] API calls to ${master.name} during the hang: ${JSON.stringify(calls)}; VIP on ${backup.name} after ${movedAt === null ? 'never' : `${movedAt - t0} ms`} (bound ${bound} ms)`,
+        );
         for (const [name, c] of Object.entries(calls)) assert.ok(c.error === null && c.ms <= 5000, `${name}: ${c.ms} ms, ${c.error}`);
         assert.ok(movedAt !== null && f.vipMoveMs! <= bound, `VIP moved after ${f.vipMoveMs} ms (bound ${bound} ms)`);
         assert.ok(f.vipMoveMs! >= CHECK_FALL * CHECK_INTERVAL_MS - 1000, `VIP moved after ${f.vipMoveMs} ms, before the check could fail ${CHECK_FALL} times`);
@@ -345,7 +390,16 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
         const resumed = hung.splice(0).sort();
         for (const pid of resumed) process.kill(pid, 'SIGCONT');
         // The same haproxy runs on (the supervisor did not start a second one) and answers again.
-        await waitFor('the resumed haproxy to answer', () => processTable(master).then(() => true, () => false), 5000, 100);
+        await waitFor(
+          'the resumed haproxy to answer',
+          () =>
+            processTable(master).then(
+              () => true,
+              () => false,
+            ),
+          5000,
+          100,
+        );
         assert.equal(rig.haproxyPids(master, LB.lbId).sort(), resumed);
         // Out of FAULT after rise (2) passing checks.
         await settle(master, 4 * CHECK_INTERVAL_MS);
@@ -384,16 +438,21 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
       const lost = await watch.stop();
       const f = figures(rig, 'agent stopped and started again on the master', load.records, t0, null);
       const after = await processTable(master);
-      console.log(`[${haproxy.label} ${octavia.label}] agent on ${master.name}: stopped in ${stoppedMs} ms, listening again ${startedMs} ms after its start; ` +
-        `haproxy master ${before.masterPid} -> ${after.masterPid}, worker ${before.worker} -> ${after.worker}, reloads ${before.reloads} -> ${after.reloads}`);
+      console.log(
+        `[${haproxy.label} ${octavia.label}] agent on ${master.name}: stopped in ${stoppedMs} ms, listening again ${startedMs} ms after its start; ` +
+          `haproxy master ${before.masterPid} -> ${after.masterPid}, worker ${before.worker} -> ${after.worker}, reloads ${before.reloads} -> ${after.reloads}`,
+      );
       assert.not.ok(lost, 'the VIP left the master');
       assert.is(f.failed.length, 0);
       assert.equal(after, before, 'haproxy was restarted or reloaded');
       assert.equal(rig.haproxyPids(master, LB.lbId).sort(), pids);
       assert.is(readFileSync(join(master.agent.basePath, 'vrrp', 'haproxy.track'), 'utf8').trim(), '0');
       // The agent answers the controller as before.
-      const listeners = await master.peer.call('get_all_listeners') as { uuid: string; status: string }[];
-      assert.ok(listeners.some((l) => l.status === 'ACTIVE'), JSON.stringify(listeners));
+      const listeners = (await master.peer.call('get_all_listeners')) as { uuid: string; status: string }[];
+      assert.ok(
+        listeners.some((l) => l.status === 'ACTIVE'),
+        JSON.stringify(listeners),
+      );
     });
   }
 
@@ -433,7 +492,9 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
       }
       const lost = await watch.stop();
       const f = figures(rig, 'planned reloads of both amphorae and a VRRP reload', load.records, t0, null);
-      console.log(`[${haproxy.label} ${octavia.label}] ${steps.join(', ')}; workers ${JSON.stringify(workers)}; keepalived ${keepalived.join(',')} -> ${rig.amphorae.map(keepalivedPid).join(',')}`);
+      console.log(
+        `[${haproxy.label} ${octavia.label}] ${steps.join(', ')}; workers ${JSON.stringify(workers)}; keepalived ${keepalived.join(',')} -> ${rig.amphorae.map(keepalivedPid).join(',')}`,
+      );
       assert.not.ok(lost, 'the VIP left the master');
       assert.is(f.failed.length, 0);
       // Printed, not asserted: a client can change member across a reload.
@@ -443,7 +504,9 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
       // agent's part, a complete table to teach, is asserted in
       // integration/stick-tables-reload.
       const moved = stickyChanges(load.records, t0, t0);
-      console.log(`[${haproxy.label} ${octavia.label}] across the reloads ${moved.length} of ${CLIENT_SOURCES.length} clients changed member${moved.length ? `: ${moved.join('; ')}` : ''}`);
+      console.log(
+        `[${haproxy.label} ${octavia.label}] across the reloads ${moved.length} of ${CLIENT_SOURCES.length} clients changed member${moved.length ? `: ${moved.join('; ')}` : ''}`,
+      );
       // Each planned reload started a new worker on both.
       for (const amp of rig.amphorae) assert.is(new Set(workers[amp.name]).size, 3, `amphora ${amp.name}'s workers: ${workers[amp.name]!.join(',')}`);
       // The VRRP reload kept keepalived (a reload, not a restart).
@@ -457,10 +520,14 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
       let routes: string[] = [];
       let downed: Amphora | null = null;
       try {
-        const { f, movedAt, master, backup } = await handover('VIP link down on the master', (m) => {
-          downed = m;
-          routes = rig.vipLinkDown(m);
-        }, { moveWithinMs: 4000, afterMs: 3000 });
+        const { f, movedAt, master, backup } = await handover(
+          'VIP link down on the master',
+          (m) => {
+            downed = m;
+            routes = rig.vipLinkDown(m);
+          },
+          { moveWithinMs: 4000, afterMs: 3000 },
+        );
         // No goodbye advert over a dead link: 3 x advert + skew after the last advert it sent.
         assert.ok(movedAt !== null && f.vipMoveMs! <= 4000, `VIP moved after ${f.vipMoveMs} ms`);
         assert.ok(f.vipMoveMs! >= 2 * ADVERT_MS + SKEW_MS - 100, `VIP moved after ${f.vipMoveMs} ms, sooner than the master-down interval allows`);
@@ -502,8 +569,13 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
         partitioned = false;
         healedAt = Date.now();
         oneAt = await waitFor('exactly one VIP holder', () => (rig.vipHolders().length === 1 ? Date.now() : null), 5000, 20).catch(() => null);
-        console.log(`[${haproxy.label} ${octavia.label}] partition at ${master.name}: ${backup.name} took the VIP after ${split === null ? 'never' : `${split - t0} ms`}, ` +
-          `holders during the partition ${holdersDuring.join('+')}; one holder (${rig.vipHolders().map((a) => a.name).join('+')}) ${oneAt === null ? 'never' : `${oneAt - healedAt} ms`} after healing`);
+        console.log(
+          `[${haproxy.label} ${octavia.label}] partition at ${master.name}: ${backup.name} took the VIP after ${split === null ? 'never' : `${split - t0} ms`}, ` +
+            `holders during the partition ${holdersDuring.join('+')}; one holder (${rig
+              .vipHolders()
+              .map((a) => a.name)
+              .join('+')}) ${oneAt === null ? 'never' : `${oneAt - healedAt} ms`} after healing`,
+        );
         // It stays one.
         const deadline = Date.now() + 3000;
         while (Date.now() < deadline) {
@@ -518,7 +590,9 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
       assert.ok(split !== null, 'the backup did not take the VIP during the partition');
       assert.ok(oneAt !== null && oneAt - healedAt <= 1500, `one VIP holder ${oneAt === null ? 'never' : `${oneAt - healedAt} ms`} after healing`);
       const late = load.records.filter((r) => r.start >= healedAt + 1500);
-      console.log(`[${haproxy.label} ${octavia.label}] after healing: ${late.filter((r) => r.status !== 200).length} of ${late.length} failed from 1.5 s on; longest gap ${f.longestGapMs} ms`);
+      console.log(
+        `[${haproxy.label} ${octavia.label}] after healing: ${late.filter((r) => r.status !== 200).length} of ${late.length} failed from 1.5 s on; longest gap ${f.longestGapMs} ms`,
+      );
       await settle(master);
     });
   }
@@ -528,9 +602,13 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
       const version = haproxy.label.replace('haproxy-', '');
       await rig.deployListener({ ...LB, more: [COOKIE_LISTENER] }, version);
       const backend = backendOf(COOKIE_LISTENER);
-      const { load, t0, movedAt, master, backup, f } = await handover('graceful VRRP stop, APP_COOKIE listener', async (m) => {
-        await m.peer.call('stop_vrrp');
-      }, { moveWithinMs: 3000, afterMs: 3000, port: COOKIE_LISTENER.port, cookie: true });
+      const { load, t0, movedAt, master, backup, f } = await handover(
+        'graceful VRRP stop, APP_COOKIE listener',
+        async (m) => {
+          await m.peer.call('stop_vrrp');
+        },
+        { moveWithinMs: 3000, afterMs: 3000, port: COOKIE_LISTENER.port, cookie: true },
+      );
       await master.peer.call('start_vrrp');
       assert.ok(movedAt !== null, 'the VIP did not move');
       assert.is(f.successAfterMove, 1);
@@ -557,15 +635,20 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
     let pushed: Promise<PromiseSettledResult<void>[]> | null = null;
     let pushedAt = 0;
     let procBefore = '';
-    const { f, load, t0, movedAt, master, backup } = await handover(`master power-off${full ? ', a new listener pushed meanwhile' : ''}`, async (m) => {
-      if (full) procBefore = await masterCommand(loadBalancerFiles(rig.other(m).agent.basePath, LB.lbId).masterSocket, 'show proc', 3000).catch(String);
-      rig.powerOff(m);
-      if (!full) return;
-      pushedAt = Date.now();
-      pushed = Promise.allSettled(rig.amphorae.map((a) => rig.deployListenerTo(a, { ...LB, more: [COOKIE_LISTENER, NEW_LISTENER] }, version)));
-    }, { moveWithinMs: 4000, afterMs: 4000 });
+    const { f, load, t0, movedAt, master, backup } = await handover(
+      `master power-off${full ? ', a new listener pushed meanwhile' : ''}`,
+      async (m) => {
+        if (full) procBefore = await masterCommand(loadBalancerFiles(rig.other(m).agent.basePath, LB.lbId).masterSocket, 'show proc', 3000).catch(String);
+        rig.powerOff(m);
+        if (!full) return;
+        pushedAt = Date.now();
+        pushed = Promise.allSettled(rig.amphorae.map((a) => rig.deployListenerTo(a, { ...LB, more: [COOKIE_LISTENER, NEW_LISTENER] }, version)));
+      },
+      { moveWithinMs: 4000, afterMs: 4000 },
+    );
     assert.ok(movedAt !== null && f.vipMoveMs! <= 4000, `VIP moved after ${f.vipMoveMs} ms`);
-    for (const x of f.failed) assert.ok(x.offsetMs >= -3000 && x.offsetMs <= f.vipMoveMs!, `a request failed at ${x.offsetMs} ms (VIP moved at ${f.vipMoveMs} ms)`);
+    for (const x of f.failed)
+      assert.ok(x.offsetMs >= -3000 && x.offsetMs <= f.vipMoveMs!, `a request failed at ${x.offsetMs} ms (VIP moved at ${f.vipMoveMs} ms)`);
     assert.is(f.successAfterMove, 1);
     assert.equal(Object.keys(f.servedAfter), [backup.name]);
     if (!full) {
@@ -575,11 +658,15 @@ for (const { pair, full } of PAIRS.filter((p) => !only || p.pair.haproxy.label =
     // The pushed listener reloads the survivor: the planned reloads' race
     // (printed, not asserted).
     const moved = stickyChanges(load.records, t0, movedAt! + 1000);
-    console.log(`[${haproxy.label} ${octavia.label}] across the power-off and the survivor's reload ${moved.length} of ${CLIENT_SOURCES.length} clients changed member${moved.length ? `: ${moved.join('; ')}` : ''}`);
+    console.log(
+      `[${haproxy.label} ${octavia.label}] across the power-off and the survivor's reload ${moved.length} of ${CLIENT_SOURCES.length} clients changed member${moved.length ? `: ${moved.join('; ')}` : ''}`,
+    );
     const results = await pushed!;
     const took = Date.now() - pushedAt;
     const outcome = (amp: Amphora) => results[rig.amphorae.indexOf(amp)]!;
-    console.log(`[${haproxy.label} ${octavia.label}] new listener pushed at the power-off: ${rig.amphorae.map((a) => `${a.name} ${outcome(a).status}`).join(', ')} (all settled ${took} ms after)`);
+    console.log(
+      `[${haproxy.label} ${octavia.label}] new listener pushed at the power-off: ${rig.amphorae.map((a) => `${a.name} ${outcome(a).status}`).join(', ')} (all settled ${took} ms after)`,
+    );
     // The dead master's update fails (Octavia marks that amphora ERROR); the survivor's succeeds.
     assert.is(outcome(master).status, 'rejected');
     if (outcome(backup).status === 'rejected') {

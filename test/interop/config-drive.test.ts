@@ -24,25 +24,33 @@ let input: ComputeCreateInput;
 let asFiles: ComputeBuild;
 let asUserData: ComputeBuild;
 
-test.before(loud(async () => {
-  dir = await testDir('config-drive');
-  const pki = join(dir, 'pki');
-  mkdirSync(pki, { recursive: true });
-  const serverCa = makeCa(pki, 'server-ca');
-  const clientCa = makeCa(pki, 'client-ca');
-  const server = issue(serverCa, 'amphora', { dnsName: AMPHORA_ID, usage: 'serverAuth' });
-  // What a worker on the host would configure for a VM behind qemu's user network (host = 10.0.2.2).
-  const overrides = {
-    controller_worker: { amp_boot_network_list: ['mgmt-net'], amp_ssh_key_name: 'octavia-ssh', loadbalancer_topology: 'SINGLE' },
-    health_manager: { controller_ip_port_list: ['10.0.2.2:5555'], heartbeat_key: 'insecure' },
-    amphora_agent: { admin_log_targets: ['10.0.2.2:10514'], tenant_log_targets: ['10.0.2.2:10515'], log_protocol: 'TCP' },
-  };
-  input = { amphoraId: AMPHORA_ID, serverPem: readFileSync(server.pem, 'utf8'), clientCa: readFileSync(clientCa.cert, 'utf8'), overrides };
-  [asFiles, asUserData] = await Promise.all([
-    octaviaComputeCreate(OCTAVIA_19, { ...input, overrides: { ...overrides, controller_worker: { ...overrides.controller_worker, user_data_config_drive: false } } }),
-    octaviaComputeCreate(OCTAVIA_19, { ...input, overrides: { ...overrides, controller_worker: { ...overrides.controller_worker, user_data_config_drive: true } } }),
-  ]);
-}));
+test.before(
+  loud(async () => {
+    dir = await testDir('config-drive');
+    const pki = join(dir, 'pki');
+    mkdirSync(pki, { recursive: true });
+    const serverCa = makeCa(pki, 'server-ca');
+    const clientCa = makeCa(pki, 'client-ca');
+    const server = issue(serverCa, 'amphora', { dnsName: AMPHORA_ID, usage: 'serverAuth' });
+    // What a worker on the host would configure for a VM behind qemu's user network (host = 10.0.2.2).
+    const overrides = {
+      controller_worker: { amp_boot_network_list: ['mgmt-net'], amp_ssh_key_name: 'octavia-ssh', loadbalancer_topology: 'SINGLE' },
+      health_manager: { controller_ip_port_list: ['10.0.2.2:5555'], heartbeat_key: 'insecure' },
+      amphora_agent: { admin_log_targets: ['10.0.2.2:10514'], tenant_log_targets: ['10.0.2.2:10515'], log_protocol: 'TCP' },
+    };
+    input = { amphoraId: AMPHORA_ID, serverPem: readFileSync(server.pem, 'utf8'), clientCa: readFileSync(clientCa.cert, 'utf8'), overrides };
+    [asFiles, asUserData] = await Promise.all([
+      octaviaComputeCreate(OCTAVIA_19, {
+        ...input,
+        overrides: { ...overrides, controller_worker: { ...overrides.controller_worker, user_data_config_drive: false } },
+      }),
+      octaviaComputeCreate(OCTAVIA_19, {
+        ...input,
+        overrides: { ...overrides, controller_worker: { ...overrides.controller_worker, user_data_config_drive: true } },
+      }),
+    ]);
+  }),
+);
 
 test('config drive files: the four files, certificates byte for byte', () => {
   const files = asFiles.config_drive_files!;
@@ -70,7 +78,7 @@ test('the agent reads the amphora-agent.conf Octavia 19 renders', async () => {
   assert.is(config.haproxyAmphora.basePath, '/var/lib/octavia');
 });
 
-test("10-rsyslog.conf forwards local1 (admin) and local0 (tenant) to the targets", () => {
+test('10-rsyslog.conf forwards local1 (admin) and local0 (tenant) to the targets', () => {
   const text = asFiles.config_drive_files!['/etc/rsyslog.d/10-rsyslog.conf']!;
   assert.match(text, /target="10\.0\.2\.2"\s+port="10514"\s+protocol="TCP"/);
   assert.match(text, /target="10\.0\.2\.2"\s+port="10515"\s+protocol="TCP"/);
@@ -101,9 +109,16 @@ test('user_data_config_drive: the same four files through write_files, then the 
 
 test("Nova's layout: meta_data.json files point at their content, user_data and network_data.json beside", () => {
   const root = join(dir, 'drive');
-  writeNovaConfigDrive(root, asFiles, { uuid: '5e1f0000-0000-4000-8000-000000000001', mac: '52:54:00:12:34:56', networkId: 'mgmt-net', publicKey: 'ssh-ed25519 AAAA test' });
+  writeNovaConfigDrive(root, asFiles, {
+    uuid: '5e1f0000-0000-4000-8000-000000000001',
+    mac: '52:54:00:12:34:56',
+    networkId: 'mgmt-net',
+    publicKey: 'ssh-ed25519 AAAA test',
+  });
   const meta = JSON.parse(readFileSync(join(root, 'openstack/latest/meta_data.json'), 'utf8')) as {
-    files: { path: string; content_path: string }[]; public_keys: Record<string, string>; hostname: string;
+    files: { path: string; content_path: string }[];
+    public_keys: Record<string, string>;
+    hostname: string;
   };
   assert.equal(meta.files.map((f) => f.path).sort(), FILES);
   for (const f of meta.files) {
@@ -113,7 +128,10 @@ test("Nova's layout: meta_data.json files point at their content, user_data and 
   assert.equal(meta.public_keys, { 'octavia-ssh': 'ssh-ed25519 AAAA test' });
   assert.is(meta.hostname, `amphora-${AMPHORA_ID}`);
   assert.is(readFileSync(join(root, 'openstack/latest/user_data'), 'utf8'), asFiles.user_data);
-  const net = JSON.parse(readFileSync(join(root, 'openstack/latest/network_data.json'), 'utf8')) as { links: { ethernet_mac_address: string }[]; networks: { type: string }[] };
+  const net = JSON.parse(readFileSync(join(root, 'openstack/latest/network_data.json'), 'utf8')) as {
+    links: { ethernet_mac_address: string }[];
+    networks: { type: string }[];
+  };
   assert.is(net.links[0]!.ethernet_mac_address, '52:54:00:12:34:56');
   assert.is(net.networks[0]!.type, 'ipv4_dhcp');
 });

@@ -58,11 +58,36 @@ function prng(seed: number): () => number {
   };
 }
 
-type Kind = 'drop' | 'duplicate' | 'swap' | 'replace word' | 'delete word' | 'newline' | 'bytes' | 'smuggle' | 'split smuggle'
-  | 'escape' | 'quote' | 'nul' | 'continuation' | 'cli metachar';
+type Kind =
+  | 'drop'
+  | 'duplicate'
+  | 'swap'
+  | 'replace word'
+  | 'delete word'
+  | 'newline'
+  | 'bytes'
+  | 'smuggle'
+  | 'split smuggle'
+  | 'escape'
+  | 'quote'
+  | 'nul'
+  | 'continuation'
+  | 'cli metachar';
 const STRUCTURAL: Kind[] = ['drop', 'duplicate', 'swap'];
-const KINDS: Kind[] = [...STRUCTURAL, 'replace word', 'delete word', 'newline', 'bytes', 'smuggle', 'split smuggle',
-  'escape', 'quote', 'nul', 'continuation', 'cli metachar'];
+const KINDS: Kind[] = [
+  ...STRUCTURAL,
+  'replace word',
+  'delete word',
+  'newline',
+  'bytes',
+  'smuggle',
+  'split smuggle',
+  'escape',
+  'quote',
+  'nul',
+  'continuation',
+  'cli metachar',
+];
 /** Accepted mutants' lines read by each haproxy for the differential check. */
 const DIFFERENTIAL_LINES = 3000;
 /** One agent API port per haproxy (19660 + i before: inside octavia-network's block). */
@@ -86,32 +111,116 @@ interface Env {
 function dangerous(e: Env): string[] {
   const lbDir = join(e.ctx.basePath, LB);
   return [
-    'program pwn', '    lua-load /tmp/pwn.lua', `    errorfile 503 ${e.serverPem}`,
-    `    stats socket ipv4@${e.vip}:9999 level admin`, `    stats socket ${e.ctx.basePath}/${LB}.sock level admin`,
+    'program pwn',
+    '    lua-load /tmp/pwn.lua',
+    `    errorfile 503 ${e.serverPem}`,
+    `    stats socket ipv4@${e.vip}:9999 level admin`,
+    `    stats socket ${e.ctx.basePath}/${LB}.sock level admin`,
     `    http-request return status 200 content-type text/plain file ${e.serverPem}`,
-    'global\n    user root', 'global\n    uid 0', '    chroot /', '    log 198.51.100.7:514 local0', '    setenv PATH /tmp', '    presetenv X y',
-    `    server evil unix@${lbDir}/master.sock`, `    server evil ${lbDir}/master.sock`, '    external-check command /bin/sh',
-    `    acl leak req.hdr(x) -f ${e.serverPem}`, `    ssl-dh-param-file ${e.serverPem}`, '    crt-base /etc/octavia/certs',
-    `    bind ${e.vip}:8443 ssl crt ${e.serverPem}`, `    server-state-file ${e.ctx.basePath}/../../etc/octavia/amphora-agent.conf`,
-    '    stats admin if TRUE', `    http-request set-header x %[req.hdr(x),map_beg(${e.serverPem})]`, '    lua-prepend-path /tmp/?.lua',
-    `    filter spoe engine x config ${e.serverPem}`, `    errorfile 503 "\${HOME}/pwn"`,
+    'global\n    user root',
+    'global\n    uid 0',
+    '    chroot /',
+    '    log 198.51.100.7:514 local0',
+    '    setenv PATH /tmp',
+    '    presetenv X y',
+    `    server evil unix@${lbDir}/master.sock`,
+    `    server evil ${lbDir}/master.sock`,
+    '    external-check command /bin/sh',
+    `    acl leak req.hdr(x) -f ${e.serverPem}`,
+    `    ssl-dh-param-file ${e.serverPem}`,
+    '    crt-base /etc/octavia/certs',
+    `    bind ${e.vip}:8443 ssl crt ${e.serverPem}`,
+    `    server-state-file ${e.ctx.basePath}/../../etc/octavia/amphora-agent.conf`,
+    '    stats admin if TRUE',
+    `    http-request set-header x %[req.hdr(x),map_beg(${e.serverPem})]`,
+    '    lua-prepend-path /tmp/?.lua',
+    `    filter spoe engine x config ${e.serverPem}`,
+    `    errorfile 503 "\${HOME}/pwn"`,
   ];
 }
 
-const SECTION_WORDS = new Set(['global', 'defaults', 'frontend', 'backend', 'listen', 'peers', 'userlist', 'resolvers', 'mailers', 'program',
-  'http-errors', 'ring', 'cache', 'crt-store', 'traces', 'log-forward', 'fcgi-app', 'dynamic-update', 'acme']);
+const SECTION_WORDS = new Set([
+  'global',
+  'defaults',
+  'frontend',
+  'backend',
+  'listen',
+  'peers',
+  'userlist',
+  'resolvers',
+  'mailers',
+  'program',
+  'http-errors',
+  'ring',
+  'cache',
+  'crt-store',
+  'traces',
+  'log-forward',
+  'fcgi-app',
+  'dynamic-update',
+  'acme',
+]);
 
 const WORDS = [
-  'program', 'lua-load', 'errorfile', 'stats', 'socket', 'level', 'admin', 'user', 'root', 'uid', '0', 'chroot', 'log',
-  'global', 'frontend', 'backend', 'defaults', 'listen', 'bind', 'server', 'crt', 'ca-file', '-f', 'file', 'return',
-  'setenv', 'external-check', 'command', 'insecure-fork-wanted', '/etc/octavia/certs/server.pem', '/tmp', 'unix@/tmp/x.sock',
-  'ipv4@0.0.0.0:1', '"', "'", '\\', '#', '"$HOME"', '"$' + '{X}"', '%[env(HOME)]', 'map(/etc/passwd)', '', '999999999', '-1',
-  '127.0.0.1:1', '::', 'http-request', 'deny', 'maxconn', 'nbthread', '64', 'timeout', 'check', 'disabled', 'init-state',
+  'program',
+  'lua-load',
+  'errorfile',
+  'stats',
+  'socket',
+  'level',
+  'admin',
+  'user',
+  'root',
+  'uid',
+  '0',
+  'chroot',
+  'log',
+  'global',
+  'frontend',
+  'backend',
+  'defaults',
+  'listen',
+  'bind',
+  'server',
+  'crt',
+  'ca-file',
+  '-f',
+  'file',
+  'return',
+  'setenv',
+  'external-check',
+  'command',
+  'insecure-fork-wanted',
+  '/etc/octavia/certs/server.pem',
+  '/tmp',
+  'unix@/tmp/x.sock',
+  'ipv4@0.0.0.0:1',
+  '"',
+  "'",
+  '\\',
+  '#',
+  '"$HOME"',
+  '"$' + '{X}"',
+  '%[env(HOME)]',
+  'map(/etc/passwd)',
+  '',
+  '999999999',
+  '-1',
+  '127.0.0.1:1',
+  '::',
+  'http-request',
+  'deny',
+  'maxconn',
+  'nbthread',
+  '64',
+  'timeout',
+  'check',
+  'disabled',
+  'init-state',
 ];
 /** Backslash sequences, those haproxy resolves and those it does not (or refuses). */
-const ESCAPES = ['\\ ', '\\\\', '\\#', "\\'", '\\"', '\\t', '\\n', '\\r', '\\x41', '\\x0a', '\\x3b', '\\xc3\\xa9', '\\xff', '\\$',
-  '\\', '\\x4', '\\q', '\\1'];
-const QUOTES = ['"', "'", '""', "''", '\\"', '"\'"', '\'"\''];
+const ESCAPES = ['\\ ', '\\\\', '\\#', "\\'", '\\"', '\\t', '\\n', '\\r', '\\x41', '\\x0a', '\\x3b', '\\xc3\\xa9', '\\xff', '\\$', '\\', '\\x4', '\\q', '\\1'];
+const QUOTES = ['"', "'", '""', "''", '\\"', '"\'"', "'\"'"];
 const NULS = ['\0', '\\x00', "'\\x00'", '"\\x00"', '\\0', '\\x0'];
 /** What a reader of lines might take for a continuation: haproxy has none. */
 const CONTINUATIONS = ['\\', ' \\', '\\ ', '"\\', '\\\r'];
@@ -133,8 +242,12 @@ function mutate(seeds: string[], e: Env, r: () => number, id: number): Mutant {
     const i = Math.floor(r() * lines.length);
     const line = lines[i] ?? '';
     switch (kind) {
-      case 'drop': lines.splice(i, 1); break;
-      case 'duplicate': lines.splice(i, 0, line); break;
+      case 'drop':
+        lines.splice(i, 1);
+        break;
+      case 'duplicate':
+        lines.splice(i, 0, line);
+        break;
       case 'swap': {
         const j = Math.floor(r() * lines.length);
         [lines[i], lines[j]] = [lines[j]!, line];
@@ -242,25 +355,29 @@ function forAgent(spec: LoadBalancerSpec, vip: string): LoadBalancerSpec {
   return copy;
 }
 
-t.before(loud(async () => {
-  network = createTestNetwork();
-  dir = await testDir('fz');
-  const settings = { ...octaviaSettings(DEFAULT_RENDER_SETTINGS), base_path: '/BASE', base_cert_dir: '/BASE/certs' };
-  for (const o of OCTAVIAS) {
-    const r = await OctaviaRenderer.start(o);
-    try {
-      for (const f of readdirSync(FIXTURES).filter((x) => x.endsWith('.json') && !x.startsWith('render-only')).sort()) {
-        const spec = forAgent(validateSpec(JSON.parse(readFileSync(join(FIXTURES, f), 'utf8'))), network.nsIp);
-        const cfg = (await r.render(spec, '2.6', settings)).haproxy;
-        if (cfg === null) continue;
-        seeds.push(cfg);
-        if (!/ crt-list | crt | ca-file /.test(cfg)) loadable.push(cfg);
+t.before(
+  loud(async () => {
+    network = createTestNetwork();
+    dir = await testDir('fz');
+    const settings = { ...octaviaSettings(DEFAULT_RENDER_SETTINGS), base_path: '/BASE', base_cert_dir: '/BASE/certs' };
+    for (const o of OCTAVIAS) {
+      const r = await OctaviaRenderer.start(o);
+      try {
+        for (const f of readdirSync(FIXTURES)
+          .filter((x) => x.endsWith('.json') && !x.startsWith('render-only'))
+          .sort()) {
+          const spec = forAgent(validateSpec(JSON.parse(readFileSync(join(FIXTURES, f), 'utf8'))), network.nsIp);
+          const cfg = (await r.render(spec, '2.6', settings)).haproxy;
+          if (cfg === null) continue;
+          seeds.push(cfg);
+          if (!/ crt-list | crt | ca-file /.test(cfg)) loadable.push(cfg);
+        }
+      } finally {
+        await r.close();
       }
-    } finally {
-      await r.close();
     }
-  }
-}));
+  }),
+);
 
 t.after(() => network?.destroy());
 
@@ -294,14 +411,22 @@ t(`${MUTANTS} mutants, judged in-process: the policy never throws, refuses each 
       assert.ok(x.line >= 1 && x.line <= lineCount && named && x.reason.length > 0, `${m.seed}: ${JSON.stringify(x)}`);
     }
     for (const k of m.smuggled) {
-      assert.ok(v.some((x) => x.line === k + 1), `${m.seed} ${m.kinds.join('+')}: smuggled line ${k + 1} not refused: ${JSON.stringify(m.text.split('\n')[k])}`);
+      assert.ok(
+        v.some((x) => x.line === k + 1),
+        `${m.seed} ${m.kinds.join('+')}: smuggled line ${k + 1} not refused: ${JSON.stringify(m.text.split('\n')[k])}`,
+      );
     }
     if (m.kinds.every((k) => STRUCTURAL.includes(k))) {
       // Under the allow-list a line moved into a section Octavia never renders it in is refused too: only such lines.
       const lines = m.text.split('\n');
-      const moved = (x: PolicyViolation) => x.directive === 'insecure-fork-wanted'
-        || ['global', 'defaults', 'frontend f', 'backend b', 'peers p'].some((head) => checkConfigPolicy(`${head}\n${lines[x.line - 1]}\n`, e.ctx).length === 0);
-      assert.equal(v.filter((x) => !moved(x)), [], `${m.seed}: a reordered/thinned Octavia render is refused`);
+      const moved = (x: PolicyViolation) =>
+        x.directive === 'insecure-fork-wanted' ||
+        ['global', 'defaults', 'frontend f', 'backend b', 'peers p'].some((head) => checkConfigPolicy(`${head}\n${lines[x.line - 1]}\n`, e.ctx).length === 0);
+      assert.equal(
+        v.filter((x) => !moved(x)),
+        [],
+        `${m.seed}: a reordered/thinned Octavia render is refused`,
+      );
     }
     if (v.length > 0) refused++;
     else {
@@ -314,8 +439,12 @@ t(`${MUTANTS} mutants, judged in-process: the policy never throws, refuses each 
     for (const k of m.kinds) tally.set(k, (tally.get(k) ?? 0) + 1);
   }
   const ms = performance.now() - started;
-  console.log(`  ${MUTANTS} mutants in ${ms.toFixed(0)} ms (${(ms / MUTANTS).toFixed(3)} ms each), ${refused} refused; mutations: ${[...tally].map(([k, c]) => `${k} ${c}`).join(', ')}`);
-  console.log(`  accepted mutants with each mutation: ${[...acceptedKinds].map(([k, c]) => `${k} ${c}`).join(', ')}; ${acceptedLines.size} distinct lines, ${newLines.size} of them new`);
+  console.log(
+    `  ${MUTANTS} mutants in ${ms.toFixed(0)} ms (${(ms / MUTANTS).toFixed(3)} ms each), ${refused} refused; mutations: ${[...tally].map(([k, c]) => `${k} ${c}`).join(', ')}`,
+  );
+  console.log(
+    `  accepted mutants with each mutation: ${[...acceptedKinds].map(([k, c]) => `${k} ${c}`).join(', ')}; ${acceptedLines.size} distinct lines, ${newLines.size} of them new`,
+  );
   assert.ok(refused > MUTANTS / 4 && refused < MUTANTS, `${refused} refused`);
 });
 
@@ -397,11 +526,18 @@ async function throughAgent(h: HaproxyUnderTest, index: number): Promise<void> {
 function differentialSample(): string[] {
   const r = prng(SEED + 100);
   const fits = [...acceptedLines].filter((l) => tokenizeLine(ACL_PREFIX + l).words.length <= MAX_WORDS);
-  const shuffled = (xs: string[]) => xs.map((x) => [r(), x] as const).sort((a, b) => a[0] - b[0]).map(([, x]) => x);
+  const shuffled = (xs: string[]) =>
+    xs
+      .map((x) => [r(), x] as const)
+      .sort((a, b) => a[0] - b[0])
+      .map(([, x]) => x);
   const resolving = (l: string) => /["'\\#]/.test(l);
   const seedsOnly = fits.filter((l) => !newLines.has(l));
-  return [...shuffled(fits.filter((l) => newLines.has(l))), ...shuffled(seedsOnly.filter(resolving)), ...shuffled(seedsOnly.filter((l) => !resolving(l)))]
-    .slice(0, DIFFERENTIAL_LINES);
+  return [
+    ...shuffled(fits.filter((l) => newLines.has(l))),
+    ...shuffled(seedsOnly.filter(resolving)),
+    ...shuffled(seedsOnly.filter((l) => !resolving(l))),
+  ].slice(0, DIFFERENTIAL_LINES);
 }
 
 async function differential(h: HaproxyUnderTest, index: number): Promise<void> {
@@ -412,20 +548,31 @@ async function differential(h: HaproxyUnderTest, index: number): Promise<void> {
   const started = performance.now();
   const { answers, output } = await readByHaproxy(h, dir, `words${index}`, lines);
   assert.ok(answers, `${h.label} refused the accepted lines: ${output}`);
-  const differ = lines.flatMap((l, k) => (answerIs(answers[k]!, tokenizeLine(l).words) ? []
-    : [`${JSON.stringify(l)}: policy read ${JSON.stringify(tokenizeLine(l).words)}, haproxy ${showAnswer(answers[k]!)}`]));
+  const differ = lines.flatMap((l, k) =>
+    answerIs(answers[k]!, tokenizeLine(l).words)
+      ? []
+      : [`${JSON.stringify(l)}: policy read ${JSON.stringify(tokenizeLine(l).words)}, haproxy ${showAnswer(answers[k]!)}`],
+  );
   const resolving = lines.filter((l) => /["'\\#]/.test(l)).length;
   const made = lines.filter((l) => newLines.has(l)).length;
-  console.log(`  ${h.label}: ${lines.length} accepted lines (${made} made by mutations, ${resolving} with quotes, escapes or comments) read alike but ${differ.length}, in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `  ${h.label}: ${lines.length} accepted lines (${made} made by mutations, ${resolving} with quotes, escapes or comments) read alike but ${differ.length}, in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   assert.equal(differ, [], `${differ.length} lines read otherwise by ${h.label}:\n${differ.join('\n')}`);
 }
 
 for (const [i, h] of HAPROXIES.entries()) {
-  t(`${h.label}: a sample of the accepted mutants' lines is read by haproxy with the words the policy read`, loud(() => differential(h, i)));
+  t(
+    `${h.label}: a sample of the accepted mutants' lines is read by haproxy with the words the policy read`,
+    loud(() => differential(h, i)),
+  );
 }
 
 for (const [i, h] of HAPROXIES.entries()) {
-  t(`${h.label}: ${THROUGH_AGENT[h.label]} mutants through the agent: 202 or 400, never 5xx; haproxy always runs a validated, policy-clean config`, loud(() => throughAgent(h, i)));
+  t(
+    `${h.label}: ${THROUGH_AGENT[h.label]} mutants through the agent: 202 or 400, never 5xx; haproxy always runs a validated, policy-clean config`,
+    loud(() => throughAgent(h, i)),
+  );
 }
 
 t.run();

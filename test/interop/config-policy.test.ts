@@ -33,7 +33,9 @@ import { validateSpec } from '../../agent/model/spec/validate.js';
 import type { LoadBalancerSpec } from '../../agent/model/spec/types.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');
-const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort();
+const fixtures = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 const LB = 'lb-policy';
 const ports = testPorts('config-policy');
 const backendPort = ports.range(HAPROXIES.length + 1);
@@ -45,11 +47,13 @@ const renderers = new Map<string, OctaviaRenderer>();
 let network: TestNetwork;
 let dir: string;
 
-t.before(loud(async () => {
-  for (const o of OCTAVIAS) renderers.set(o.label, await OctaviaRenderer.start(o));
-  network = createTestNetwork();
-  dir = await testDir('pol');
-}));
+t.before(
+  loud(async () => {
+    for (const o of OCTAVIAS) renderers.set(o.label, await OctaviaRenderer.start(o));
+    network = createTestNetwork();
+    dir = await testDir('pol');
+  }),
+);
 
 t.after(async () => {
   for (const r of renderers.values()) await r.close();
@@ -71,7 +75,9 @@ t(`every fixture (${fixtures.length}) as Octavia 11, 16 and 19 render it passes 
           if (cfg === null) continue;
           checked++;
           const v = checkConfigPolicy(cfg, {
-            lbId: spec.id, basePath: settings.base_path!, baseCertDir: settings.base_cert_dir!,
+            lbId: spec.id,
+            basePath: settings.base_path!,
+            baseCertDir: settings.base_cert_dir!,
             protectedFiles: ['/etc/octavia/certs/server.pem', '/etc/octavia/certs/client_ca.pem', '/etc/octavia/amphora-agent.conf'],
           });
           assert.equal(v, [], `${release} ${file} (haproxy ${version}, ${settings.base_path}) refused:\n${cfg}`);
@@ -93,7 +99,9 @@ function get(host: string, port: number, path: string): Promise<Reply> {
     const req = http.get({ host, port, path, agent: false, timeout: 5000, headers: { connection: 'close' } }, (res) => {
       let body = '';
       res.setEncoding('latin1');
-      res.on('data', (d) => { body += d; });
+      res.on('data', (d) => {
+        body += d;
+      });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location, body }));
     });
     req.on('timeout', () => req.destroy(new Error(`GET ${path}: timeout`)));
@@ -105,9 +113,15 @@ function get(host: string, port: number, path: string): Promise<Reply> {
 function listening(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = net.connect({ host, port, timeout: 2000 });
-    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
     s.once('error', () => resolve(false));
-    s.once('timeout', () => { s.destroy(); resolve(false); });
+    s.once('timeout', () => {
+      s.destroy();
+      resolve(false);
+    });
   });
 }
 
@@ -116,23 +130,45 @@ const agentCert = (a: AgentUnderTest) => /^agent_server_cert = (.*)$/m.exec(read
 /** The load balancer: an HTTP listener with a redirect policy, optionally a TERMINATED_HTTPS one. */
 function lbSpec(vip: string, port: number, member: TestBackend, tls: boolean): LoadBalancerSpec {
   const pool = (id: string) => ({
-    id, protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
+    id,
+    protocol: 'HTTP',
+    lb_algorithm: 'ROUND_ROBIN',
     members: [{ id: `${id}-m1`, address: member.host, protocol_port: member.port }],
   });
   return validateSpec({
-    id: LB, vip_address: vip, project_id: 'tenant',
+    id: LB,
+    vip_address: vip,
+    project_id: 'tenant',
     listeners: [
       {
-        id: 'l-web', protocol: 'HTTP', protocol_port: port, connection_limit: 1000, default_pool: pool('p-web'),
-        l7policies: [{
-          id: 'pol-moved', action: 'REDIRECT_TO_URL', redirect_http_code: 302, redirect_url: 'https://www.example.test/moved',
-          rules: [{ id: 'r-old', type: 'PATH', compare_type: 'STARTS_WITH', value: '/old' }],
-        }],
+        id: 'l-web',
+        protocol: 'HTTP',
+        protocol_port: port,
+        connection_limit: 1000,
+        default_pool: pool('p-web'),
+        l7policies: [
+          {
+            id: 'pol-moved',
+            action: 'REDIRECT_TO_URL',
+            redirect_http_code: 302,
+            redirect_url: 'https://www.example.test/moved',
+            rules: [{ id: 'r-old', type: 'PATH', compare_type: 'STARTS_WITH', value: '/old' }],
+          },
+        ],
       },
-      ...(tls ? [{
-        id: 'l-tls', protocol: 'TERMINATED_HTTPS', protocol_port: port + 1, connection_limit: 1000,
-        default_tls_container_ref: 'server.pem', tls_ciphers: 'ECDHE-RSA-AES128-GCM-SHA256', default_pool: pool('p-tls'),
-      }] : []),
+      ...(tls
+        ? [
+            {
+              id: 'l-tls',
+              protocol: 'TERMINATED_HTTPS',
+              protocol_port: port + 1,
+              connection_limit: 1000,
+              default_tls_container_ref: 'server.pem',
+              tls_ciphers: 'ECDHE-RSA-AES128-GCM-SHA256',
+              default_pool: pool('p-tls'),
+            },
+          ]
+        : []),
     ],
   });
 }
@@ -166,8 +202,18 @@ interface Payload {
 const PAYLOADS: Payload[] = [
   { name: 'a program section', lines: () => ['program pwn', `    command /usr/bin/touch ${MARKER}`], directive: 'program', at: 0 },
   { name: 'an errorfile on server.pem', lines: (a) => [`    errorfile 503 ${agentCert(a)}`], directive: 'errorfile', at: 0 },
-  { name: 'a return of server.pem', lines: (a) => [`    http-request return status 200 content-type text/plain file ${agentCert(a)}`], directive: 'http-request return', at: 0 },
-  { name: 'an admin stats socket on the VIP', lines: (_a, vip) => ['global', `    stats socket ipv4@${vip}:9999 level admin`, 'frontend resumed'], directive: 'stats socket', at: 1 },
+  {
+    name: 'a return of server.pem',
+    lines: (a) => [`    http-request return status 200 content-type text/plain file ${agentCert(a)}`],
+    directive: 'http-request return',
+    at: 0,
+  },
+  {
+    name: 'an admin stats socket on the VIP',
+    lines: (_a, vip) => ['global', `    stats socket ipv4@${vip}:9999 level admin`, 'frontend resumed'],
+    directive: 'stats socket',
+    at: 1,
+  },
   { name: 'a Lua load', lines: () => ['global', `    lua-load ${MARKER}.lua`, 'frontend resumed'], directive: 'lua-load', at: 1 },
   // Issue 26, class 2: keywords and fetches a deny-list never looked at.
   { name: 'a bind in the management namespace', lines: (_a, vip) => [`    bind ${vip}:9998 namespace /proc/1/ns/net`], directive: 'bind', at: 0 },
@@ -224,7 +270,10 @@ async function injectionRound(h: HaproxyUnderTest, index: number): Promise<void>
         assert.match(details, /config policy/, what);
         // The line and the directive of the payload (the one the payload adds; others may follow).
         const directiveLine = at + 1;
-        assert.ok(details.includes(`line ${directiveLine}: ${payload.directive}:`), `${what}: details do not name line ${directiveLine} and ${payload.directive}:\n${details}`);
+        assert.ok(
+          details.includes(`line ${directiveLine}: ${payload.directive}:`),
+          `${what}: details do not name line ${directiveLine} and ${payload.directive}:\n${details}`,
+        );
         refusals.push(what);
         const accepted = await apiRequest(agent, 'GET', `/1.0/loadbalancer/${LB}/haproxy`);
         assert.is(accepted.text, good, `${what}: the accepted config changed`);
@@ -256,29 +305,37 @@ async function injectionRound(h: HaproxyUnderTest, index: number): Promise<void>
 }
 
 for (const [i, h] of HAPROXIES.entries()) {
-  t(`${h.label}: ${PAYLOADS.length} payloads x ${VECTORS.length} vectors from unpatched Octavia 11.0.0: 400 naming line and directive, previous config serving`, loud(() => injectionRound(h, i)));
+  t(
+    `${h.label}: ${PAYLOADS.length} payloads x ${VECTORS.length} vectors from unpatched Octavia 11.0.0: 400 naming line and directive, previous config serving`,
+    loud(() => injectionRound(h, i)),
+  );
 }
 
-t('config_policy = false: the same return-file injection is accepted and haproxy serves server.pem (the threat is real)', loud(async () => {
-  const h = HAPROXIES[0]!;
-  const backend = await new TestBackend('member-off', network.hostIp, backendPort(HAPROXIES.length)).start();
-  const agent = await startAgent(h, join(dir, 'off'), network.netns, agentPort(HAPROXIES.length), undefined, ['config_policy = false']);
-  try {
-    const vip = network.nsIp;
-    const port = 18180;
-    const settings = { ...octaviaSettings(DEFAULT_RENDER_SETTINGS), base_path: agent.basePath, base_cert_dir: agent.certDir };
-    const spec = injected((tls) => lbSpec(vip, port, backend, tls), 'redirect url', [`    http-request return status 200 content-type text/plain file ${agentCert(agent)} if { path /leak }`]);
-    const evil = (await renderers.get('octavia-11')!.render(forOctavia(spec), '2.6', settings, null, { unpatched: true })).haproxy!;
-    const up = await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${agent.amphoraId}/${LB}/haproxy`, { raw: evil });
-    assert.is(up.status, 202, up.text);
-    assert.is((await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${LB}/start`)).status, 202);
-    const leak = (await waitFor('haproxy to answer', async () => get(vip, port, '/leak').catch(() => null)))!;
-    assert.is(leak.status, 200);
-    assert.match(leak.body, KEY_TEXT, 'haproxy did not serve server.pem: the control case does not show the threat');
-  } finally {
-    await agent.stop();
-    await backend.stop();
-  }
-}));
+t(
+  'config_policy = false: the same return-file injection is accepted and haproxy serves server.pem (the threat is real)',
+  loud(async () => {
+    const h = HAPROXIES[0]!;
+    const backend = await new TestBackend('member-off', network.hostIp, backendPort(HAPROXIES.length)).start();
+    const agent = await startAgent(h, join(dir, 'off'), network.netns, agentPort(HAPROXIES.length), undefined, ['config_policy = false']);
+    try {
+      const vip = network.nsIp;
+      const port = 18180;
+      const settings = { ...octaviaSettings(DEFAULT_RENDER_SETTINGS), base_path: agent.basePath, base_cert_dir: agent.certDir };
+      const spec = injected((tls) => lbSpec(vip, port, backend, tls), 'redirect url', [
+        `    http-request return status 200 content-type text/plain file ${agentCert(agent)} if { path /leak }`,
+      ]);
+      const evil = (await renderers.get('octavia-11')!.render(forOctavia(spec), '2.6', settings, null, { unpatched: true })).haproxy!;
+      const up = await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${agent.amphoraId}/${LB}/haproxy`, { raw: evil });
+      assert.is(up.status, 202, up.text);
+      assert.is((await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${LB}/start`)).status, 202);
+      const leak = (await waitFor('haproxy to answer', async () => get(vip, port, '/leak').catch(() => null)))!;
+      assert.is(leak.status, 200);
+      assert.match(leak.body, KEY_TEXT, 'haproxy did not serve server.pem: the control case does not show the threat');
+    } finally {
+      await agent.stop();
+      await backend.stop();
+    }
+  }),
+);
 
 t.run();

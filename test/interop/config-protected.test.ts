@@ -46,30 +46,39 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: o }, i) => {
   let ownCert: string;
   let rendered: string;
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('cfgkeep');
-    agent = await startAgent(h, dir, net.netns, AGENT_PORT(i));
-    ownCert = /^agent_server_cert = (.+)$/m.exec(readFileSync(agent.configFile, 'utf8'))![1]!;
-    // The controller is configured with the paths the amphora booted with, as in a deployment.
-    peer = new OctaviaPeer(o);
-    const setup = await peer.request('setup', {
-      amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
-      overrides: {
-        haproxy_amphora: {
-          client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port, bind_host: '127.0.0.1',
-          base_path: agent.basePath, base_cert_dir: agent.certDir, connection_max_retries: 3, connection_retry_interval: 1,
-          haproxy_cmd: h.command.join(' '),
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('cfgkeep');
+      agent = await startAgent(h, dir, net.netns, AGENT_PORT(i));
+      ownCert = /^agent_server_cert = (.+)$/m.exec(readFileSync(agent.configFile, 'utf8'))![1]!;
+      // The controller is configured with the paths the amphora booted with, as in a deployment.
+      peer = new OctaviaPeer(o);
+      const setup = await peer.request('setup', {
+        amphora_id: agent.amphoraId,
+        lb_network_ip: '127.0.0.1',
+        overrides: {
+          haproxy_amphora: {
+            client_cert: agent.client.pem,
+            server_ca: agent.serverCa.cert,
+            bind_port: agent.port,
+            bind_host: '127.0.0.1',
+            base_path: agent.basePath,
+            base_cert_dir: agent.certDir,
+            connection_max_retries: 3,
+            connection_retry_interval: 1,
+            haproxy_cmd: h.command.join(' '),
+          },
+          amphora_agent: { agent_server_ca: agent.clientCa.cert, agent_server_cert: ownCert, agent_server_network_dir: join(dir, 'interfaces') },
+          health_manager: { controller_ip_port_list: ['127.0.0.1:9'], heartbeat_key: 'new-key', heartbeat_interval: 7 },
         },
-        amphora_agent: { agent_server_ca: agent.clientCa.cert, agent_server_cert: ownCert, agent_server_network_dir: join(dir, 'interfaces') },
-        health_manager: { controller_ip_port_list: ['127.0.0.1:9'], heartbeat_key: 'new-key', heartbeat_interval: 7 },
-      },
-    });
-    assert.ok(setup.ok, `setup: ${setup.message}\n${peer.stderr}`);
-    const a = await peer.request('agent_config', { topology: 'SINGLE' });
-    assert.ok(a.ok, `build_agent_config: ${a.message}`);
-    rendered = a.result as string;
-  }));
+      });
+      assert.ok(setup.ok, `setup: ${setup.message}\n${peer.stderr}`);
+      const a = await peer.request('agent_config', { topology: 'SINGLE' });
+      assert.ok(a.ok, `build_agent_config: ${a.message}`);
+      rendered = a.result as string;
+    }),
+  );
 
   t.after(async () => {
     peer?.close();
@@ -101,11 +110,21 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: o }, i) => {
     const marker = join(outside, 'marker.pem');
     let evil = rendered;
     for (const [key, value] of Object.entries({
-      agent_server_cert: marker, base_path: join(outside, 'lib'), base_cert_dir: join(outside, 'certs'), haproxy_cmd: join(outside, 'haproxy'),
-      agent_server_network_dir: join(outside, 'interfaces'), agent_server_ca: join(outside, 'ca.pem'), config_policy: 'false',
-      config_policy_extension: join(outside, 'allow'), systemd_unit_dir: join(outside, 'units'), user_group_file: join(outside, 'ug.conf'),
-      process_manager: 'systemd', network_namespace: '', heartbeat_key: 'evil-key',
-    })) evil = setOption(evil, key, value);
+      agent_server_cert: marker,
+      base_path: join(outside, 'lib'),
+      base_cert_dir: join(outside, 'certs'),
+      haproxy_cmd: join(outside, 'haproxy'),
+      agent_server_network_dir: join(outside, 'interfaces'),
+      agent_server_ca: join(outside, 'ca.pem'),
+      config_policy: 'false',
+      config_policy_extension: join(outside, 'allow'),
+      systemd_unit_dir: join(outside, 'units'),
+      user_group_file: join(outside, 'ug.conf'),
+      process_manager: 'systemd',
+      network_namespace: '',
+      heartbeat_key: 'evil-key',
+    }))
+      evil = setOption(evil, key, value);
 
     const put = await apiRequest(agent, 'PUT', '/1.0/config', { raw: evil });
     assert.is(put.status, 202, put.text);
@@ -120,17 +139,30 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: o }, i) => {
     // The answer names what the amphora kept.
     assert.is(put.json.message, 'OK');
     assert.equal([...put.json.kept].sort(), [
-      '[amphora_agent] agent_server_ca', '[amphora_agent] agent_server_cert', '[amphora_agent] agent_server_network_dir',
-      '[amphora_agent] config_policy', '[amphora_agent] config_policy_extension', '[amphora_agent] network_namespace',
-      '[amphora_agent] process_manager', '[amphora_agent] systemd_unit_dir', '[amphora_agent] user_group_file',
-      '[haproxy_amphora] base_cert_dir', '[haproxy_amphora] base_path', '[haproxy_amphora] haproxy_cmd',
+      '[amphora_agent] agent_server_ca',
+      '[amphora_agent] agent_server_cert',
+      '[amphora_agent] agent_server_network_dir',
+      '[amphora_agent] config_policy',
+      '[amphora_agent] config_policy_extension',
+      '[amphora_agent] network_namespace',
+      '[amphora_agent] process_manager',
+      '[amphora_agent] systemd_unit_dir',
+      '[amphora_agent] user_group_file',
+      '[haproxy_amphora] base_cert_dir',
+      '[haproxy_amphora] base_path',
+      '[haproxy_amphora] haproxy_cmd',
     ]);
     assert.match(put.json.details, /kept its own values of .*config_policy/);
 
     // The policy is still on: a program section is refused, the config itself accepted and run from the agent's own directories.
     const config = await peer.renderConfig({
-      lb_id: LB, listener_id: `${LB.slice(0, -1)}b`, pool_id: `${LB.slice(0, -1)}c`, vip: net.nsIp, port: LISTENER_PORT(i),
-      haproxy_version: h.label.replace('haproxy-', ''), members: [],
+      lb_id: LB,
+      listener_id: `${LB.slice(0, -1)}b`,
+      pool_id: `${LB.slice(0, -1)}c`,
+      vip: net.nsIp,
+      port: LISTENER_PORT(i),
+      haproxy_version: h.label.replace('haproxy-', ''),
+      members: [],
     });
     const upload = (text: string) => apiRequest(agent, 'PUT', `/1.0/loadbalancer/${agent.amphoraId}/${LB}/haproxy`, { raw: text });
     const refused = await upload(`${config}\nprogram pwn\n    command /usr/bin/touch ${join(outside, 'ran')}\n`);
@@ -139,16 +171,20 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: o }, i) => {
     const accepted = await upload(config);
     assert.is(accepted.status, 202, accepted.text);
     assert.is((await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${LB}/start`)).status, 202);
-    await waitFor('haproxy with the uploaded config', async () => {
-      const r = await apiRequest(agent, 'GET', '/1.0/listeners');
-      return r.status === 200 && JSON.stringify(r.json).includes('ACTIVE');
-    }, 30_000);
-    assert.ok(existsSync(agentHaproxy(agent, LB).files.config), 'the config is not in the amphora\'s base_path');
+    await waitFor(
+      'haproxy with the uploaded config',
+      async () => {
+        const r = await apiRequest(agent, 'GET', '/1.0/listeners');
+        return r.status === 200 && JSON.stringify(r.json).includes('ACTIVE');
+      },
+      30_000,
+    );
+    assert.ok(existsSync(agentHaproxy(agent, LB).files.config), "the config is not in the amphora's base_path");
     const pem = await apiRequest(agent, 'PUT', `/1.0/loadbalancer/${LB}/certificates/tls.pem`, { raw: renewed });
     assert.is(pem.status, 200, pem.text);
     assert.is(readFileSync(join(agent.certDir, LB, 'tls.pem'), 'utf8'), renewed);
 
-    assert.equal(readdirSync(outside, { recursive: true }), [], 'written outside the agent\'s directories');
+    assert.equal(readdirSync(outside, { recursive: true }), [], "written outside the agent's directories");
     const stored = parseAgentConfig(readFileSync(agent.configFile, 'utf8'));
     assert.is(stored.amphoraAgent.configPolicy, true);
     assert.is(stored.amphoraAgent.agentServerCert, ownCert);

@@ -19,24 +19,28 @@ import type { PolicyContext } from '../../agent/haproxy/config/policy/types.js';
 const t = suite('the allow-list is exactly what Octavia 11/16/19 and the 2.0 renderer render');
 let corpus: CorpusConfig[] = [];
 
-t.before(loud(async () => {
-  const all = agentCorpus();
-  for (const o of OCTAVIAS) {
-    const r = await OctaviaRenderer.start(o);
-    try {
-      all.push(...(await octaviaCorpus(o.label, r)));
-    } finally {
-      await r.close();
+t.before(
+  loud(async () => {
+    const all = agentCorpus();
+    for (const o of OCTAVIAS) {
+      const r = await OctaviaRenderer.start(o);
+      try {
+        all.push(...(await octaviaCorpus(o.label, r)));
+      } finally {
+        await r.close();
+      }
     }
-  }
-  // One config per distinct text and directories: the leave-one-out passes below read each once.
-  const seen = new Map<string, CorpusConfig>();
-  for (const c of all) seen.set(`${c.lbId} ${c.basePath} ${c.baseCertDir}\n${c.text}`, c);
-  corpus = [...seen.values()];
-}));
+    // One config per distinct text and directories: the leave-one-out passes below read each once.
+    const seen = new Map<string, CorpusConfig>();
+    for (const c of all) seen.set(`${c.lbId} ${c.basePath} ${c.baseCertDir}\n${c.text}`, c);
+    corpus = [...seen.values()];
+  }),
+);
 
 const ctxOf = (c: CorpusConfig): PolicyContext => ({
-  lbId: c.lbId, basePath: c.basePath, baseCertDir: c.baseCertDir,
+  lbId: c.lbId,
+  basePath: c.basePath,
+  baseCertDir: c.baseCertDir,
   protectedFiles: ['/etc/octavia/certs/server.pem', '/etc/octavia/certs/client_ca.pem', '/etc/octavia/amphora-agent.conf'],
 });
 
@@ -54,7 +58,10 @@ t('every render of every fixture passes, Octavia at its defaults (maxconn 50000)
   const origins = new Set(corpus.map((c) => c.origin.split(' ')[0]));
   assert.equal([...origins].sort(), ['agent', 'octavia-11', 'octavia-16', 'octavia-19']);
   assert.ok(corpus.length >= 500, `${corpus.length} distinct renders`);
-  assert.ok(corpus.some((c) => c.origin.includes('defaults') && c.text.includes('maxconn 50000')), 'no render at the default maxconn');
+  assert.ok(
+    corpus.some((c) => c.origin.includes('defaults') && c.text.includes('maxconn 50000')),
+    'no render at the default maxconn',
+  );
   const failures = corpus.flatMap((c) => readConfigPolicy(c.text, ctxOf(c)).violations.map((v) => `${c.origin}: line ${v.line}: ${v.directive}: ${v.reason}`));
   assert.equal(failures, []);
 });
@@ -63,7 +70,15 @@ t('every entry of the list is needed by some render', () => {
   const unused: string[] = [];
   const without = <K extends keyof AllowList>(key: K, value: AllowList[K]): AllowList => ({ ...OCTAVIA_ALLOWED, [key]: value });
   for (const line of OCTAVIA_ALLOWED.lines) {
-    if (firstRefused(without('lines', OCTAVIA_ALLOWED.lines.filter((l) => l !== line))) === null) unused.push(`line ${line}`);
+    if (
+      firstRefused(
+        without(
+          'lines',
+          OCTAVIA_ALLOWED.lines.filter((l) => l !== line),
+        ),
+      ) === null
+    )
+      unused.push(`line ${line}`);
   }
   for (const key of ['serverOptions', 'bindOptions'] as const) {
     for (const option of Object.keys(OCTAVIA_ALLOWED[key])) {
@@ -73,7 +88,15 @@ t('every entry of the list is needed by some render', () => {
   }
   for (const key of ['fetches', 'converters'] as const) {
     for (const name of OCTAVIA_ALLOWED[key]) {
-      if (firstRefused(without(key, OCTAVIA_ALLOWED[key].filter((n) => n !== name))) === null) unused.push(`${key} ${name}`);
+      if (
+        firstRefused(
+          without(
+            key,
+            OCTAVIA_ALLOWED[key].filter((n) => n !== name),
+          ),
+        ) === null
+      )
+        unused.push(`${key} ${name}`);
     }
   }
   assert.equal(unused, [], 'entries no render needs');

@@ -56,9 +56,22 @@ interface Statuses {
 }
 
 // Octavia's DB holds one member per address and port in a pool.
-interface MemberPlan { id: string; address: string; port: number; weight?: number; enabled?: boolean }
+interface MemberPlan {
+  id: string;
+  address: string;
+  port: number;
+  weight?: number;
+  enabled?: boolean;
+}
 /** rise: haproxy's rise (Octavia's max_retries), 1 unless given. */
-interface PoolPlan { id: string; listener: string; port: number; delay: number; rise?: number; members: MemberPlan[] }
+interface PoolPlan {
+  id: string;
+  listener: string;
+  port: number;
+  delay: number;
+  rise?: number;
+  members: MemberPlan[];
+}
 
 /** Octavia's health manager (receiver + update_health + its DB) in one Python process of a release. */
 class HealthManager {
@@ -69,9 +82,14 @@ class HealthManager {
   private readonly replies: ((a: { ok: boolean; result?: unknown; error?: string }) => void)[] = [];
   private readonly child: ChildProcessWithoutNullStreams;
 
-  constructor(readonly port: number, release: OctaviaUnderTest) {
+  constructor(
+    readonly port: number,
+    release: OctaviaUnderTest,
+  ) {
     this.child = spawn(...octaviaPython(release, SCRIPT, [String(port), KEY]));
-    this.child.stderr.on('data', (d) => { this.stderr = (this.stderr + d).slice(-4000); });
+    this.child.stderr.on('data', (d) => {
+      this.stderr = (this.stderr + d).slice(-4000);
+    });
     createInterface({ input: this.child.stdout }).on('line', (line) => {
       const d = JSON.parse(line) as { ready?: boolean; reply?: boolean; processed?: Processed; rejected?: string };
       if (d.ready) this.ready = true;
@@ -96,10 +114,12 @@ class HealthManager {
 
   apply(pools: PoolPlan[], amphoraId: string): Promise<unknown> {
     return this.request('apply', {
-      lb_id: LB, amphora_id: amphoraId,
+      lb_id: LB,
+      amphora_id: amphoraId,
       listeners: pools.map((p) => ({ id: p.listener, port: p.port, pool_id: p.id })),
       pools: pools.map((p) => ({
-        id: p.id, monitor: true,
+        id: p.id,
+        monitor: true,
         members: p.members.map((m) => ({ id: m.id, address: m.address, port: m.port, weight: m.weight ?? 1, enabled: m.enabled ?? true })),
       })),
     });
@@ -117,13 +137,19 @@ class HealthManager {
 /** The load balancer as Octavia's API holds it, as an agent spec for Octavia's own renderer. */
 function lbSpec(vip: string, pools: PoolPlan[]) {
   return validateSpec({
-    id: LB, project_id: 'hm-test-project', vip_address: vip,
+    id: LB,
+    project_id: 'hm-test-project',
+    vip_address: vip,
     listeners: pools.map((p) => ({
-      id: p.listener, protocol: 'HTTP', protocol_port: p.port,
+      id: p.listener,
+      protocol: 'HTTP',
+      protocol_port: p.port,
       // Octavia's default (50,000 each) needs more file descriptors than a test process may open.
       connection_limit: 1000,
       default_pool: {
-        id: p.id, protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
+        id: p.id,
+        protocol: 'HTTP',
+        lb_algorithm: 'ROUND_ROBIN',
         // Two failed checks to go down: one slow check on a busy test machine must not flip a member.
         healthmonitor: { type: 'HTTP', delay: p.delay, timeout: 1, max_retries: p.rise ?? 1, max_retries_down: 2, url_path: '/healthz' },
         members: p.members.map((m) => ({ id: m.id, address: m.address, protocol_port: m.port, weight: m.weight ?? 1, admin_state_up: m.enabled ?? true })),
@@ -155,47 +181,67 @@ OCTAVIAS.forEach((octavia, i) => {
   const apply = async () => {
     const pools = [p1, p2, ...(p3 ? [p3] : [])];
     await hm.apply(pools, agent.amphoraId);
-    const rendered = await renderer.render(lbSpec(net.nsIp, pools), haproxyVersion,
-      octaviaSettings({ ...DEFAULT_RENDER_SETTINGS, basePath: agent.basePath, baseCertDir: agent.certDir }));
+    const rendered = await renderer.render(
+      lbSpec(net.nsIp, pools),
+      haproxyVersion,
+      octaviaSettings({ ...DEFAULT_RENDER_SETTINGS, basePath: agent.basePath, baseCertDir: agent.certDir }),
+    );
     await peer.call('upload_config', LB, rendered.haproxy);
     await peer.call('reload_listener', LB).catch((err: Error) => {
       throw new Error(`${err.message}\nlaunch log:\n${readFileSync(agentHaproxy(agent, LB).files.launchLog, 'utf8')}`);
     });
   };
   const statusesSatisfy = (what: string, ok: (s: Statuses) => boolean, ms = 10_000) =>
-    waitFor(what, async () => {
-      const s = await hm.status([M.up, M.fail, M.admin, M.drain, M.fresh, ...p2.members.map((m) => m.id)]);
-      return ok(s) ? s : null;
-    }, ms, 100) as Promise<Statuses>;
+    waitFor(
+      what,
+      async () => {
+        const s = await hm.status([M.up, M.fail, M.admin, M.drain, M.fresh, ...p2.members.map((m) => m.id)]);
+        return ok(s) ? s : null;
+      },
+      ms,
+      100,
+    ) as Promise<Statuses>;
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    const dir = await testDir('health-manager');
-    backends = await Promise.all([
-      ...[0, 1, 2].map((k) => new TestBackend(`ready-${k}`, net.hostIp, MEMBERS[i]!(k)).start()),
-      new TestBackend('flaky', net.hostIp, MEMBERS[i]!(3)).start(),
-      new TestBackend('unready', net.hostIp, MEMBERS[i]!(4), 'not-ready').start(),
-    ]);
-    ready = backends.slice(0, 3);
-    [flaky, unready] = backends.slice(3) as [TestBackend, TestBackend];
-    hm = new HealthManager(HEALTH_MANAGER(i), octavia);
-    renderer = await OctaviaRenderer.start(octavia);
-    await hm.waitReady();
-    agent = await startAgent(haproxy, dir, net.netns, AGENT(i), [
-      `controller_ip_port_list = 127.0.0.1:${hm.port}`, 'heartbeat_interval = 1', `heartbeat_key = ${KEY}`,
-    ]);
-    // The whole controller side is one release: templater, amphora client, health manager.
-    peer = await OctaviaPeer.connect(octavia, agent);
-    const info = await peer.call('get_info') as { haproxy_version: string };
-    haproxyVersion = info.haproxy_version.split('.').slice(0, 2).join('.');
-    const at = (b: TestBackend) => ({ address: b.host, port: b.port });
-    p1 = { id: P1, listener: L1, port: POOL1_PORT, delay: 1, members: [
-      { id: M.up, ...at(ready[0]!) }, { id: M.fail, ...at(flaky) },
-      { id: M.admin, ...at(ready[1]!), enabled: false }, { id: M.drain, ...at(ready[2]!), weight: 0 },
-    ] };
-    p2 = { id: P2, listener: L2, port: POOL2_PORT, delay: 1, members: ready.map((b, k) => ({ id: member(11 + k), ...at(b) })) };
-    await apply();
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      const dir = await testDir('health-manager');
+      backends = await Promise.all([
+        ...[0, 1, 2].map((k) => new TestBackend(`ready-${k}`, net.hostIp, MEMBERS[i]!(k)).start()),
+        new TestBackend('flaky', net.hostIp, MEMBERS[i]!(3)).start(),
+        new TestBackend('unready', net.hostIp, MEMBERS[i]!(4), 'not-ready').start(),
+      ]);
+      ready = backends.slice(0, 3);
+      [flaky, unready] = backends.slice(3) as [TestBackend, TestBackend];
+      hm = new HealthManager(HEALTH_MANAGER(i), octavia);
+      renderer = await OctaviaRenderer.start(octavia);
+      await hm.waitReady();
+      agent = await startAgent(haproxy, dir, net.netns, AGENT(i), [
+        `controller_ip_port_list = 127.0.0.1:${hm.port}`,
+        'heartbeat_interval = 1',
+        `heartbeat_key = ${KEY}`,
+      ]);
+      // The whole controller side is one release: templater, amphora client, health manager.
+      peer = await OctaviaPeer.connect(octavia, agent);
+      const info = (await peer.call('get_info')) as { haproxy_version: string };
+      haproxyVersion = info.haproxy_version.split('.').slice(0, 2).join('.');
+      const at = (b: TestBackend) => ({ address: b.host, port: b.port });
+      p1 = {
+        id: P1,
+        listener: L1,
+        port: POOL1_PORT,
+        delay: 1,
+        members: [
+          { id: M.up, ...at(ready[0]!) },
+          { id: M.fail, ...at(flaky) },
+          { id: M.admin, ...at(ready[1]!), enabled: false },
+          { id: M.drain, ...at(ready[2]!), weight: 0 },
+        ],
+      };
+      p2 = { id: P2, listener: L2, port: POOL2_PORT, delay: 1, members: ready.map((b, k) => ({ id: member(11 + k), ...at(b) })) };
+      await apply();
+    }),
+  );
 
   t.after(async () => {
     peer?.close();
@@ -216,17 +262,25 @@ OCTAVIAS.forEach((octavia, i) => {
       return online.every((id) => x.members[id] === 'ONLINE') && x.loadbalancer === 'ONLINE';
     });
     for (const x of seen) {
-      assert.ok(online.every((id) => ['OFFLINE', 'ONLINE'].includes(x.members[id]!)), `members ${JSON.stringify(x.members)}`);
+      assert.ok(
+        online.every((id) => ['OFFLINE', 'ONLINE'].includes(x.members[id]!)),
+        `members ${JSON.stringify(x.members)}`,
+      );
       assert.ok(['OFFLINE', 'ONLINE'].includes(x.pools[P1]!) && ['OFFLINE', 'ONLINE'].includes(x.pools[P2]!), `pools ${JSON.stringify(x.pools)}`);
       assert.ok(!['ERROR', 'DEGRADED'].includes(x.loadbalancer), `load balancer ${x.loadbalancer}`);
     }
     assert.equal(s.listeners, { [L1]: 'ONLINE', [L2]: 'ONLINE' });
     assert.equal(s.pools, { [P1]: 'ONLINE', [P2]: 'ONLINE' });
     // The status query can overtake the receiver's report of the update that made them ONLINE.
-    const last = await waitFor('the update that made them ONLINE', () => {
-      const p = hm.processed.at(-1)!;
-      return p2.members.every((m) => p.db[m.id] === 'ONLINE') ? p : null;
-    }, 10_000, 50);
+    const last = await waitFor(
+      'the update that made them ONLINE',
+      () => {
+        const p = hm.processed.at(-1)!;
+        return p2.members.every((m) => p.db[m.id] === 'ONLINE') ? p : null;
+      },
+      10_000,
+      50,
+    );
     assert.equal(last!.log, [], 'Octavia logged no warning or error');
     assert.equal(hm.rejected, []);
   });
@@ -268,8 +322,14 @@ OCTAVIAS.forEach((octavia, i) => {
     const withFresh = () => hm.processed.slice(before).filter((p) => p.pools[key]?.members?.[M.fresh]);
     await waitFor('the new member ERROR after a failed check', () => withFresh().some((p) => p.db[M.fresh] === 'ERROR'), 10_000, 50);
     const seen = withFresh();
-    assert.ok(seen.every((p) => ['RESTARTING', 'DOWN'].includes(p.pools[key]!.members![M.fresh]!)), 'RESTARTING or DOWN, never UP');
-    assert.ok(seen.every((p) => ['OFFLINE', 'ERROR'].includes(p.db[M.fresh]!)), `never ONLINE: ${seen.map((p) => p.db[M.fresh])}`);
+    assert.ok(
+      seen.every((p) => ['RESTARTING', 'DOWN'].includes(p.pools[key]!.members![M.fresh]!)),
+      'RESTARTING or DOWN, never UP',
+    );
+    assert.ok(
+      seen.every((p) => ['OFFLINE', 'ERROR'].includes(p.db[M.fresh]!)),
+      `never ONLINE: ${seen.map((p) => p.db[M.fresh])}`,
+    );
     assert.is(seen.at(-1)!.db[M.up], 'ONLINE', 'the running members kept their state through the reload');
     await unready.setMode('ready');
     await statusesSatisfy('the new member ONLINE once its check passes', (x) => x.members[M.fresh] === 'ONLINE');
@@ -282,19 +342,27 @@ OCTAVIAS.forEach((octavia, i) => {
     const key = `${P3}:${L3}`;
     const watch = async (what: string, done: (s: Statuses) => boolean) => {
       const seen: Statuses[] = [];
-      await waitFor(what, async () => {
-        const s = await hm.status([M.first, M.joining]);
-        seen.push(s);
-        return done(s);
-      }, 30_000, 100);
+      await waitFor(
+        what,
+        async () => {
+          const s = await hm.status([M.first, M.joining]);
+          seen.push(s);
+          return done(s);
+        },
+        30_000,
+        100,
+      );
       return seen;
     };
     // A new pool whose only member waits for its checks: left out of the heartbeats, so OFFLINE.
     const before = hm.processed.length;
     p3 = { id: P3, listener: L3, port: POOL3_PORT, delay: 2, rise: 3, members: [{ id: M.first, address: ready[0]!.host, port: ready[0]!.port }] };
     await apply();
-    const created = await watch('the new pool\'s first member ONLINE', (s) => s.members[M.first] === 'ONLINE');
-    assert.ok(hm.processed.slice(before).some((p) => !p.pools[key]), 'a heartbeat left the admitting pool out');
+    const created = await watch("the new pool's first member ONLINE", (s) => s.members[M.first] === 'ONLINE');
+    assert.ok(
+      hm.processed.slice(before).some((p) => !p.pools[key]),
+      'a heartbeat left the admitting pool out',
+    );
     for (const s of created) {
       assert.not.equal(s.members[M.first], 'ERROR');
       assert.ok(['OFFLINE', 'ONLINE'].includes(s.pools[P3]!), `pool ${s.pools[P3]}`);
@@ -305,9 +373,15 @@ OCTAVIAS.forEach((octavia, i) => {
     p3.members.push({ id: M.joining, address: ready[1]!.host, port: ready[1]!.port });
     await apply();
     const joined = await watch('the joining member ONLINE', (s) => s.members[M.joining] === 'ONLINE');
-    const reported = hm.processed.slice(joinedAt).map((p) => p.pools[key]?.members?.[M.joining]).filter((x) => x !== undefined);
+    const reported = hm.processed
+      .slice(joinedAt)
+      .map((p) => p.pools[key]?.members?.[M.joining])
+      .filter((x) => x !== undefined);
     assert.ok(reported.includes('RESTARTING'), `heartbeats during its admission said RESTARTING: ${reported}`);
-    assert.not.ok(reported.some((x) => x.startsWith('DOWN')), 'never DOWN');
+    assert.not.ok(
+      reported.some((x) => x.startsWith('DOWN')),
+      'never DOWN',
+    );
     for (const s of joined) {
       assert.ok(['OFFLINE', 'ONLINE'].includes(s.members[M.joining]!), `member ${s.members[M.joining]}`);
       assert.is(s.members[M.first], 'ONLINE');
@@ -327,8 +401,12 @@ OCTAVIAS.forEach((octavia, i) => {
     const started = Date.now();
     await apply();
     const applied = Date.now() - started;
-    const trimmed = await waitFor('a heartbeat without the big pool\'s members', () =>
-      hm.processed.slice(before).find((p) => p.pools[key2] && p.pools[key2]!.members && Object.keys(p.pools[key2]!.members!).length === 0), 20_000, 100);
+    const trimmed = await waitFor(
+      "a heartbeat without the big pool's members",
+      () => hm.processed.slice(before).find((p) => p.pools[key2] && p.pools[key2]!.members && Object.keys(p.pools[key2]!.members!).length === 0),
+      20_000,
+      100,
+    );
     const s = await hm.status();
     const bigPool = Object.entries(s.members).filter(([id]) => !Object.values(M).includes(id));
     assert.is(bigPool.length, BIG_POOL);

@@ -70,10 +70,17 @@ async function keepalivedAccepts(argv: string[]): Promise<{ ok: boolean; output:
  * keyword of keepalived's (it knows `via` and `gw`); and in 11, members of the
  * other address family in a group. Counted, and reported.
  */
-const OCTAVIA_QUIRKS = [/has no real servers - ignoring$/, /Address family of virtual server and real server \S+ don't match - skipping real server\.$/, /unknown route keyword gateway$/, /VRRP parsed invalid IP gateway\. skipping IP\.\.\.$/];
+const OCTAVIA_QUIRKS = [
+  /has no real servers - ignoring$/,
+  /Address family of virtual server and real server \S+ don't match - skipping real server\.$/,
+  /unknown route keyword gateway$/,
+  /VRRP parsed invalid IP gateway\. skipping IP\.\.\.$/,
+];
 /** Warnings that are no refusal: the checks' files are not installed in the test tree; MASTER with nopreempt; IPv6 VRRP (v3) has no auth. */
 const HARMLESS = [
-  /Disabling track script \S+ since not found\/accessible$/, /nopreempt will not work with initial state MASTER/, /VRRP version 3 does not support authentication\. Ignoring\.$/,
+  /Disabling track script \S+ since not found\/accessible$/,
+  /nopreempt will not work with initial state MASTER/,
+  /VRRP version 3 does not support authentication\. Ignoring\.$/,
 ];
 const quirks = new Map<string, number>();
 
@@ -85,7 +92,10 @@ async function assertKeepalivedAccepts(text: string, kind: KeepalivedConfigKind,
     const argv = kind === 'vrrp' ? ['ip', 'netns', 'exec', net.netns, ...k.command, '-t', '-f', cfg] : ['scratch', ...k.command, '-t', '-f', cfg];
     const v = await keepalivedAccepts(argv);
     if (v.ok) continue;
-    const said = v.output.split('\n').map((l) => l.trim()).filter(Boolean);
+    const said = v.output
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
     const other = said.filter((l) => !(octavia && OCTAVIA_QUIRKS.some((q) => q.test(l))) && !HARMLESS.some((h) => h.test(l)));
     assert.equal(other, [], `${k.label} -t refuses ${what}:\n${v.output}\n${text}`);
     for (const l of said) {
@@ -105,12 +115,14 @@ async function poll<T>(what: string, ms: number, f: () => T | null): Promise<T> 
   }
 }
 
-test.before(loud(async () => {
-  net = createTestNetwork();
-  dir = await testDir('keepalived-policy');
-  iface = execFileSync('ip', ['-n', net.netns, '-o', 'link', 'show', 'type', 'veth'], { encoding: 'utf8' }).split(':')[1]!.trim().split('@')[0]!;
-  agent = await startAgent(HAPROXIES[0]!, dir, net.netns, ports.one());
-}));
+test.before(
+  loud(async () => {
+    net = createTestNetwork();
+    dir = await testDir('keepalived-policy');
+    iface = execFileSync('ip', ['-n', net.netns, '-o', 'link', 'show', 'type', 'veth'], { encoding: 'utf8' }).split(':')[1]!.trim().split('@')[0]!;
+    agent = await startAgent(HAPROXIES[0]!, dir, net.netns, ports.one());
+  }),
+);
 
 test.after(async () => {
   if (agent) {
@@ -137,7 +149,7 @@ test('VRRP: every variant Octavia 11, 16 and 19 render passes the policy, and ke
   console.log(`keepalived -t on Octavia's VRRP renders, known quirks: ${JSON.stringify(Object.fromEntries(quirks))}`);
 });
 
-test('LVS: the configs of Octavia 11, 16 and 19 and of the agent\'s renderer pass for every fixture, and keepalived accepts them', async () => {
+test("LVS: the configs of Octavia 11, 16 and 19 and of the agent's renderer pass for every fixture, and keepalived accepts them", async () => {
   const settings = { ...DEFAULT_RENDER_SETTINGS, basePath: agent.basePath };
   const ctx = { basePath: agent.basePath, namespaces: [OCTAVIA_NAMESPACE] };
   const kinds = new Set<string>();
@@ -149,7 +161,10 @@ test('LVS: the configs of Octavia 11, 16 and 19 and of the agent\'s renderer pas
         const spec = validateSpec(JSON.parse(readFileSync(join(FIXTURES, file), 'utf8')));
         const theirs = await renderer.render(forOctavia(spec), '2.6', octaviaSettings(settings));
         const ours = o === OCTAVIAS[0] ? renderLoadBalancer(spec, settings, { initStateAtStartup: false }).lvsConfigs : [];
-        const all = [...Object.entries(theirs.lvs).map(([id, c]) => [`${o.label} ${file} ${id}`, c]), ...ours.map((c) => [`agent ${file} ${c.listenerId}`, c.content])];
+        const all = [
+          ...Object.entries(theirs.lvs).map(([id, c]) => [`${o.label} ${file} ${id}`, c]),
+          ...ours.map((c) => [`agent ${file} ${c.listenerId}`, c.content]),
+        ];
         for (const [what, text] of all as [string, string][]) {
           assert.equal(checkKeepalivedConfig(text, 'lvs', ctx), [], what);
           await assertKeepalivedAccepts(text, 'lvs', what, !what.startsWith('agent '));
@@ -169,13 +184,15 @@ test('LVS: the configs of Octavia 11, 16 and 19 and of the agent\'s renderer pas
   console.log(`${judged} LVS configs; keepalived -t on Octavia's renders, known quirks so far: ${JSON.stringify(Object.fromEntries(quirks))}`);
 });
 
-test('API 1.0: a vrrp_script that would run a marker script is a 400; vrrp/start runs the stored config\'s checks, never the marker', async () => {
+test("API 1.0: a vrrp_script that would run a marker script is a 400; vrrp/start runs the stored config's checks, never the marker", async () => {
   const marker = join(dir, 'marker');
   const evilScript = join(dir, 'evil.sh');
   writeFileSync(evilScript, `#!/bin/sh\ntouch ${marker}\n`);
   chmodSync(evilScript, 0o755);
   const good = renderVrrp(OCTAVIAS.at(-1)!, {
-    base_path: agent.basePath, interface: iface, check_interval: 1,
+    base_path: agent.basePath,
+    interface: iface,
+    check_interval: 1,
     amphora: { vrrp_ip: net.nsIp, peer: net.hostIp, vip: '192.0.2.77', cidr: '192.0.2.0/24', gateway: '192.0.2.1' },
   }).configs.amphora!;
   const evil = good.replace(`script ${agent.basePath}/vrrp/check_script.sh`, `script ${evilScript}`);
@@ -190,7 +207,10 @@ test('API 1.0: a vrrp_script that would run a marker script is a 400; vrrp/start
   assert.is(ok.status, 200, ok.text);
   const stored = join(agent.basePath, 'vrrp', 'octavia-keepalived.conf');
   const lineOf = (text: string, word: string) => text.split('\n').findIndex((l) => l.trim().startsWith(word)) + 1;
-  for (const [text, directive] of [[evil, 'script'], [notify, 'notify_master']] as const) {
+  for (const [text, directive] of [
+    [evil, 'script'],
+    [notify, 'notify_master'],
+  ] as const) {
     const line = lineOf(text, `${directive} ${evilScript}`);
     assert.ok(line > 0);
     const res = await apiRequest(agent, 'PUT', '/1.0/vrrp/upload', { raw: text });
@@ -237,7 +257,10 @@ test('API 1.0: an LVS config with a MISC_CHECK elsewhere, an include or a notify
     assert.match(res.json.details, /refused by the amphora agent's config policy:\nline \d+: /);
     assert.is((await apiRequest(agent, 'GET', `/1.0/listeners/${id}/udp_listener`)).status, 404);
     const lvsFiles = existsSync(join(agent.basePath, 'lvs')) ? readdirSync(join(agent.basePath, 'lvs')) : [];
-    assert.not.ok(lvsFiles.some((f) => f.includes(id)), 'a file of the refused listener');
+    assert.not.ok(
+      lvsFiles.some((f) => f.includes(id)),
+      'a file of the refused listener',
+    );
   }
   const id = randomUUID();
   const res = await apiRequest(agent, 'PUT', `/1.0/listeners/${agent.amphoraId}/${id}/udp_listener`, { raw: good });

@@ -27,7 +27,12 @@ const RUN_ON = ['haproxy-2.6', 'haproxy-3.0', 'haproxy-3.2'];
 const RELEASES = OCTAVIAS.filter((o) => ['octavia-11', 'octavia-16'].includes(o.label));
 const MONITORS = [
   { name: 'HTTP/1.0', monitor: { http_version: 1.0 }, requestLine: 'GET /healthz HTTP/1.0', host: null },
-  { name: 'HTTP/1.1 with a domain name', monitor: { method: 'POST', http_version: 1.1, domain_name: 'health.example.test' }, requestLine: 'POST /healthz HTTP/1.1', host: 'health.example.test' },
+  {
+    name: 'HTTP/1.1 with a domain name',
+    monitor: { method: 'POST', http_version: 1.1, domain_name: 'health.example.test' },
+    requestLine: 'POST /healthz HTTP/1.1',
+    host: 'health.example.test',
+  },
 ];
 /** The line Octavia 11 to 16 render: headers hidden behind \r\n in the version word. */
 const LEGACY = /^\s*option httpchk \S+ \/healthz HTTP\/1\.[01]\\r\\n/m;
@@ -40,18 +45,17 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
   let refusesLegacy = false;
   let haproxyVersion = '';
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    const dir = await testDir('httpchk');
-    members = await Promise.all([
-      new TestBackend('m1', net.hostIp, M1(i)).start(),
-      new TestBackend('m2', net.hostIp, M2(i)).start(),
-    ]);
-    agent = await startAgent(h, dir, net.netns, AGENT(i));
-    const caps = await haproxyCapabilities(h.command, join(dir, 'probe'));
-    refusesLegacy = !caps.legacyHttpchkAccepted;
-    haproxyVersion = `${caps.major}.${caps.minor}`;
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      const dir = await testDir('httpchk');
+      members = await Promise.all([new TestBackend('m1', net.hostIp, M1(i)).start(), new TestBackend('m2', net.hostIp, M2(i)).start()]);
+      agent = await startAgent(h, dir, net.netns, AGENT(i));
+      const caps = await haproxyCapabilities(h.command, join(dir, 'probe'));
+      refusesLegacy = !caps.legacyHttpchkAccepted;
+      haproxyVersion = `${caps.major}.${caps.minor}`;
+    }),
+  );
 
   t.after(async () => {
     await agent?.stop();
@@ -70,7 +74,11 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
         const peer = await OctaviaPeer.connect(release, agent);
         try {
           const rendered = await peer.request('render', {
-            lb_id: lb, listener_id: `${lb.slice(0, -2)}bb`, pool_id: `${lb.slice(0, -2)}cc`, vip: net.nsIp, port: 8080,
+            lb_id: lb,
+            listener_id: `${lb.slice(0, -2)}bb`,
+            pool_id: `${lb.slice(0, -2)}cc`,
+            vip: net.nsIp,
+            port: 8080,
             haproxy_version: haproxyVersion,
             monitor: { delay: 1, timeout: 1, fall: 2, rise: 2, path: '/healthz', ...m.monitor },
             members: members.map((b) => ({ id: b.name, address: b.host, port: b.port })),

@@ -89,8 +89,26 @@ function driveFiles(pki: Pki, amphoraId: string): Record<string, string> {
 function agentCall(box: Box, pki: Pki | null, amphoraId: string, ip: string, method: string, path: string, body?: unknown): { status: number; body: string } {
   const tls = pki ? ['--cacert', pki.serverCa.cert, '--cert', pki.client.cert, '--key', pki.client.key] : ['--insecure'];
   const data = body === undefined ? [] : ['-H', 'content-type: application/json', '--data-binary', JSON.stringify(body)];
-  const r = spawnSync(box.exec[0]!, [...box.exec.slice(1), 'curl', '-sS', '--max-time', '30', ...tls, '-X', method, ...data,
-    '--resolve', `${amphoraId}:${AGENT_PORT}:${ip}`, '-w', '\n%{http_code}', `https://${amphoraId}:${AGENT_PORT}/1.0/${path}`], { encoding: 'utf8' });
+  const r = spawnSync(
+    box.exec[0]!,
+    [
+      ...box.exec.slice(1),
+      'curl',
+      '-sS',
+      '--max-time',
+      '30',
+      ...tls,
+      '-X',
+      method,
+      ...data,
+      '--resolve',
+      `${amphoraId}:${AGENT_PORT}:${ip}`,
+      '-w',
+      '\n%{http_code}',
+      `https://${amphoraId}:${AGENT_PORT}/1.0/${path}`,
+    ],
+    { encoding: 'utf8' },
+  );
   const lines = r.stdout.split('\n');
   const status = Number(lines.pop());
   return { status: r.status === 0 ? status : 0, body: r.status === 0 ? lines.join('\n') : r.stderr.trim() };
@@ -99,10 +117,13 @@ function agentCall(box: Box, pki: Pki | null, amphoraId: string, ip: string, met
 /** Links of a namespace: name and MAC. */
 function links(netns: string): { name: string; mac: string }[] {
   const out = execFileSync('ip', ['-n', netns, '-o', 'link', 'show'], { encoding: 'utf8' });
-  return out.split('\n').filter(Boolean).map((l) => ({
-    name: l.split(':')[1]!.trim().split('@')[0]!,
-    mac: /link\/\S+ ([0-9a-f:]{17})/.exec(l)?.[1] ?? '',
-  }));
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => ({
+      name: l.split(':')[1]!.trim().split('@')[0]!,
+      mac: /link\/\S+ ([0-9a-f:]{17})/.exec(l)?.[1] ?? '',
+    }));
 }
 
 function pidAlive(pid: number): boolean {
@@ -112,7 +133,10 @@ function pidAlive(pid: number): boolean {
 /** Pids whose command line names the container (its systemd-nspawn), and those in its namespace. */
 function containerPids(netns: string): number[] {
   const inNs = spawnSync('ip', ['netns', 'pids', netns], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
-  const nspawn = spawnSync('pgrep', ['-f', `--machine=${netns}( |$)`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
+  const nspawn = spawnSync('pgrep', ['-f', `--machine=${netns}( |$)`], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter(Boolean)
+    .map(Number);
   return [...inNs, ...nspawn];
 }
 
@@ -128,22 +152,24 @@ const call = <T>(method: string, params: Record<string, unknown> = {}) => cloudC
 /** The two servers booted together: [id, amphora id, server]. */
 const amps: { id: string; amphoraId: string; server: Server }[] = [];
 
-test.before(loud(async () => {
-  const t0 = Date.now();
-  const { tar, summary } = ciImageTar();
-  timings.push(summary);
-  const t1 = Date.now();
-  image = ImageRoot.extract(tar);
-  timings.push(`image extracted in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
-  box = Box.create(tag);
-  socket = join(box.stateDir, 'cloud.sock');
-  cloud = await Cloud.listen(socket, box, image);
-  const dir = await testDir('octavia-box-cloud-pki');
-  const serverCa = makeCa(dir, 'server-ca');
-  const clientCa = makeCa(dir, 'client-ca');
-  pki = { serverCa, clientCa, client: issue(clientCa, 'controller', { usage: 'clientAuth' }) };
-  console.log(`[octavia-box] ${timings.join('; ')}; box ${box.netns} up ${((Date.now() - t0) / 1000).toFixed(1)} s after the start`);
-}));
+test.before(
+  loud(async () => {
+    const t0 = Date.now();
+    const { tar, summary } = ciImageTar();
+    timings.push(summary);
+    const t1 = Date.now();
+    image = ImageRoot.extract(tar);
+    timings.push(`image extracted in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+    box = Box.create(tag);
+    socket = join(box.stateDir, 'cloud.sock');
+    cloud = await Cloud.listen(socket, box, image);
+    const dir = await testDir('octavia-box-cloud-pki');
+    const serverCa = makeCa(dir, 'server-ca');
+    const clientCa = makeCa(dir, 'client-ca');
+    pki = { serverCa, clientCa, client: issue(clientCa, 'controller', { usage: 'clientAuth' }) };
+    console.log(`[octavia-box] ${timings.join('; ')}; box ${box.netns} up ${((Date.now() - t0) / 1000).toFixed(1)} s after the start`);
+  }),
+);
 
 test.after(async () => {
   await cloud?.close();
@@ -181,23 +207,38 @@ test('networks, subnets and errors: fixed networks by id or name, bad lines, unk
 test('ports: Neutron MACs, addresses from the pool or as asked, Conflict when taken', async () => {
   const p = await call<Port>('port.create', { network_id: 'mgmt', name: 'probe' });
   assert.match(p.mac_address, /^fa:16:3e(:[0-9a-f]{2}){3}$/);
-  assert.equal(p.fixed_ips.map((f) => f.ip_address), ['172.31.0.10']);
+  assert.equal(
+    p.fixed_ips.map((f) => f.ip_address),
+    ['172.31.0.10'],
+  );
   assert.is(p.status, 'DOWN');
   const t = await call<Port>('port.create', { network_id: 'tenant' });
-  assert.equal(t.fixed_ips.map((f) => f.ip_address), ['10.99.0.100']);
+  assert.equal(
+    t.fixed_ips.map((f) => f.ip_address),
+    ['10.99.0.100'],
+  );
   assert.is(await cloudErrorType(socket, 'port.create', { network_id: 'tenant', fixed_ips: [{ ip_address: '10.99.0.100' }] }), 'Conflict');
   assert.is(await cloudErrorType(socket, 'port.create', { network_id: 'tenant', fixed_ips: [{ ip_address: '10.99.0.1' }] }), 'Conflict');
   box!.member(0);
   assert.is(await cloudErrorType(socket, 'port.create', { network_id: 'tenant', fixed_ips: [{ ip_address: '10.99.0.20' }] }), 'Conflict');
   const u = await call<Port>('port.update', { id: t.id, allowed_address_pairs: [{ ip_address: '10.99.0.200' }], name: 'vip' });
   assert.equal(u.allowed_address_pairs, [{ ip_address: '10.99.0.200', mac_address: t.mac_address }]);
-  assert.equal((await call<Port[]>('port.list', { name: 'vip' })).map((x) => x.id), [t.id]);
+  assert.equal(
+    (await call<Port[]>('port.list', { name: 'vip' })).map((x) => x.id),
+    [t.id],
+  );
   // fixed_ips replaced: its own address kept, a second one added; then the old one freed for others.
   const two = await call<Port>('port.update', { id: t.id, fixed_ips: [{ ip_address: '10.99.0.100' }, { subnet_id: 'tenant-subnet' }] });
-  assert.equal(two.fixed_ips.map((f) => f.ip_address), ['10.99.0.100', '10.99.0.101']);
+  assert.equal(
+    two.fixed_ips.map((f) => f.ip_address),
+    ['10.99.0.100', '10.99.0.101'],
+  );
   await call<Port>('port.update', { id: t.id, fixed_ips: [{ ip_address: '10.99.0.101' }] });
   const reuse = await call<Port>('port.create', { network_id: 'tenant', admin_state_up: false });
-  assert.equal(reuse.fixed_ips.map((f) => f.ip_address), ['10.99.0.100']);
+  assert.equal(
+    reuse.fixed_ips.map((f) => f.ip_address),
+    ['10.99.0.100'],
+  );
   assert.is(reuse.admin_state_up, false);
   assert.is(await call('port.delete', { id: reuse.id }), null);
   for (const x of [p, t]) assert.is(await call('port.delete', { id: x.id }), null);
@@ -210,24 +251,40 @@ test('server.create: BUILD at once, ACTIVE once the container booted; the agent 
   for (const name of ['a', 'b']) {
     const amphoraId = randomUUID();
     const server = await call<Server>('server.create', {
-      name: `amphora-${amphoraId}`, image_id: 'ci', flavor_id: 'box', network_ids: ['mgmt'], port_ids: [],
-      config_drive_files: driveFiles(pki, amphoraId), user_data: null, availability_zone: null,
+      name: `amphora-${amphoraId}`,
+      image_id: 'ci',
+      flavor_id: 'box',
+      network_ids: ['mgmt'],
+      port_ids: [],
+      config_drive_files: driveFiles(pki, amphoraId),
+      user_data: null,
+      availability_zone: null,
     });
     assert.is(server.status, 'BUILD', name);
     amps.push({ id: server.id, amphoraId, server });
   }
   const answered = Date.now() - started;
-  assert.equal(amps.map((a) => a.server.lb_network_ip), ['172.31.0.10', '172.31.0.11']);
+  assert.equal(
+    amps.map((a) => a.server.lb_network_ip),
+    ['172.31.0.10', '172.31.0.11'],
+  );
   assert.ok(answered < 5000, `server.create took ${answered} ms to answer`);
   for (const a of amps) {
-    a.server = (await waitFor(`server ${a.id} ACTIVE`, async () => {
-      const s = await call<Server>('server.get', { id: a.id });
-      if (s.status === 'ERROR') throw new Error(`server ${a.id} ERROR: ${s.fault}`);
-      return s.status === 'ACTIVE' ? s : null;
-    }, 180_000, 500))!;
+    a.server = (await waitFor(
+      `server ${a.id} ACTIVE`,
+      async () => {
+        const s = await call<Server>('server.get', { id: a.id });
+        if (s.status === 'ERROR') throw new Error(`server ${a.id} ERROR: ${s.fault}`);
+        return s.status === 'ACTIVE' ? s : null;
+      },
+      180_000,
+      500,
+    ))!;
   }
   const boots = amps.map((a) => cloud!.amphoraOf(a.id).bootMs!);
-  console.log(`[octavia-box] two amphora containers booted together: ${boots.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ')} (server.create answered in ${answered} ms)`);
+  console.log(
+    `[octavia-box] two amphora containers booted together: ${boots.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ')} (server.create answered in ${answered} ms)`,
+  );
   assert.equal((await call<Server[]>('server.list')).map((s) => s.id).sort(), amps.map((a) => a.id).sort());
   for (const a of amps) {
     // The config drive as cloud-init writes it.
@@ -242,10 +299,15 @@ test('server.create: BUILD at once, ACTIVE once the container booted; the agent 
     const eth0 = links(cloud!.amphoraOf(a.id).netns).find((l) => l.name === 'eth0');
     assert.is(eth0?.mac, port.mac_address);
     const t0 = Date.now();
-    const info = (await waitFor(`amphora ${a.amphoraId}'s agent`, () => {
-      const r = agentCall(box!, pki, a.amphoraId, a.server.lb_network_ip!, 'GET', 'info');
-      return r.status === 200 ? r : null;
-    }, 60_000, 500).catch((err: Error) => {
+    const info = (await waitFor(
+      `amphora ${a.amphoraId}'s agent`,
+      () => {
+        const r = agentCall(box!, pki, a.amphoraId, a.server.lb_network_ip!, 'GET', 'info');
+        return r.status === 200 ? r : null;
+      },
+      60_000,
+      500,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}\n${c.exec(['journalctl', '--no-pager', '-u', 'amphora-agent', '-n', '40'])}`);
     }))!;
     const body = JSON.parse(info.body) as { api_version?: string };
@@ -275,7 +337,9 @@ test('server.attach_port: a tenant port with a fixed IP appears with its MAC; th
   // Not configured until Octavia asks the agent to plug it.
   assert.is(agentCall(box!, pki, a.amphoraId, ip, 'GET', 'interface/10.99.0.150').status, 404);
   const plugged = agentCall(box!, pki, a.amphoraId, ip, 'POST', 'plug/network', {
-    mac_address: port.mac_address, mtu: 1500, fixed_ips: [{ ip_address: '10.99.0.150', subnet_cidr: '10.99.0.0/24', host_routes: [] }],
+    mac_address: port.mac_address,
+    mtu: 1500,
+    fixed_ips: [{ ip_address: '10.99.0.150', subnet_cidr: '10.99.0.0/24', host_routes: [] }],
   });
   assert.is(plugged.status, 202, plugged.body);
   const found = agentCall(box!, pki, a.amphoraId, ip, 'GET', 'interface/10.99.0.150');
@@ -285,7 +349,9 @@ test('server.attach_port: a tenant port with a fixed IP appears with its MAC; th
   const member = box!.member(0);
   const ping = spawnSync(member.exec[0]!, [...member.exec.slice(1), 'ping', '-c', '1', '-W', '3', '10.99.0.150'], { encoding: 'utf8' });
   assert.is(ping.status, 0, ping.stdout + ping.stderr);
-  console.log(`[octavia-box] tenant port ${port.mac_address} attached as eth1, plugged by the agent as ${ifname} in amphora-haproxy; member 10.99.0.20 reaches it`);
+  console.log(
+    `[octavia-box] tenant port ${port.mac_address} attached as eth1, plugged by the agent as ${ifname} in amphora-haproxy; member 10.99.0.20 reaches it`,
+  );
   // Detached: the NIC leaves (from the amphora namespace too), the port is unbound but kept.
   assert.is(await call('server.detach_port', { server_id: a.id, port_id: port.id }), null);
   const c = cloud!.amphoraOf(a.id).container!;
@@ -303,7 +369,9 @@ test('a member namespace runs a backend the box namespace reaches on br-tenant',
     const r = spawnSync(box!.exec[0]!, [...box!.exec.slice(1), 'curl', '-sS', '--max-time', '5', 'http://10.99.0.21:8080/'], { encoding: 'utf8' });
     assert.is(r.stdout, 'member-1\n', r.stderr);
     assert.is((await backend.setMode('not-ready')).mode, 'not-ready');
-    const r2 = spawnSync(box!.exec[0]!, [...box!.exec.slice(1), 'curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', 'http://10.99.0.21:8080/'], { encoding: 'utf8' });
+    const r2 = spawnSync(box!.exec[0]!, [...box!.exec.slice(1), 'curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', 'http://10.99.0.21:8080/'], {
+      encoding: 'utf8',
+    });
     assert.is(r2.stdout, '503');
     assert.is((await backend.stats()).requests, 2);
   } finally {
@@ -314,12 +382,19 @@ test('a member namespace runs a backend the box namespace reaches on br-tenant',
 test('a boot that fails: ERROR with its fault; a server deleted while it boots leaves nothing once its boot ended', async () => {
   // A config drive file below a file: writing it fails before the container starts.
   const broken = await call<Server>('server.create', {
-    name: 'broken', network_ids: ['mgmt'], config_drive_files: { '/etc/hostname/x': b64('x') },
+    name: 'broken',
+    network_ids: ['mgmt'],
+    config_drive_files: { '/etc/hostname/x': b64('x') },
   });
-  const failed = (await waitFor('the broken server in ERROR', async () => {
-    const s = await call<Server>('server.get', { id: broken.id });
-    return s.status === 'ERROR' ? s : null;
-  }, 30_000, 100))!;
+  const failed = (await waitFor(
+    'the broken server in ERROR',
+    async () => {
+      const s = await call<Server>('server.get', { id: broken.id });
+      return s.status === 'ERROR' ? s : null;
+    },
+    30_000,
+    100,
+  ))!;
   assert.match(failed.fault ?? '', /hostname/);
   const brokenNs = cloud!.amphoraOf(broken.id).netns;
   assert.is(await call('server.delete', { id: broken.id }), null);
@@ -327,7 +402,9 @@ test('a boot that fails: ERROR with its fault; a server deleted while it boots l
   // Deleted right after create, while its container starts.
   const amphoraId = randomUUID();
   const early = await call<Server>('server.create', {
-    name: `amphora-${amphoraId}`, network_ids: ['mgmt'], config_drive_files: driveFiles(pki, amphoraId),
+    name: `amphora-${amphoraId}`,
+    network_ids: ['mgmt'],
+    config_drive_files: driveFiles(pki, amphoraId),
   });
   const netns = cloud!.amphoraOf(early.id).netns;
   const booted = cloud!.amphoraOf(early.id).booted;
@@ -346,7 +423,7 @@ test('fail(): the amphora dies (PID 1 killed), its agent stops answering; the se
   const b = amps[1]!;
   const leader = cloud!.amphoraOf(b.id).container!.leader;
   cloud!.fail(b.id);
-  await waitFor('the container\'s PID 1 gone', () => !pidAlive(leader), 10_000, 50);
+  await waitFor("the container's PID 1 gone", () => !pidAlive(leader), 10_000, 50);
   assert.is(agentCall(box!, pki, b.amphoraId, b.server.lb_network_ip!, 'GET', 'info').status, 0);
   assert.is((await call<Server>('server.get', { id: b.id })).status, 'ACTIVE');
 });
@@ -376,7 +453,9 @@ test('close and destroy: nothing of the box left (namespaces, socket)', async ()
   await cloud!.close();
   box!.destroy();
   await sleep(100);
-  const left = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.startsWith(`aatb-${tag}`));
+  const left = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((l) => l.startsWith(`aatb-${tag}`));
   assert.equal(left, []);
   assert.not.ok(existsSync(socket));
 });

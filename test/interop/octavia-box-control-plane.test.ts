@@ -41,32 +41,40 @@ const test = suite(`Octavia in a box: the control plane (${SUITE === 'sid' ? 'Oc
 let plane: ControlPlane | null = null;
 let state = '';
 
-test.before(loud(async () => {
-  removeNetns();
-  process.on('exit', removeNetns);
-  // The control plane's address on a bridge without ports (this kernel has no dummy interfaces).
-  ip('netns', 'add', NETNS);
-  ip('-n', NETNS, 'link', 'set', 'lo', 'up');
-  ip('-n', NETNS, 'link', 'add', 'aatb-mgmt', 'type', 'bridge');
-  ip('-n', NETNS, 'addr', 'add', '172.31.0.2/24', 'dev', 'aatb-mgmt');
-  ip('-n', NETNS, 'link', 'set', 'aatb-mgmt', 'up');
-  state = await testDir('octavia-box');
-  const started = Date.now();
-  plane = await ControlPlane.start({
-    netns: NETNS, stateDir: state, suite: SUITE,
-    // Nobody listens there: every call of the box's compute driver fails.
-    cloudSocket: join(state, 'no-cloud.sock'),
-    // The API validates the VIP network through the network driver before
-    // anything reaches the worker; Octavia's own no-op driver lets the
-    // create through, and the box's compute driver (no cloud) fails it in the worker.
-    set: { 'controller_worker.network_driver': 'network_noop_driver' },
-  });
-  const mem = plane.memory();
-  const kib = (n: number) => `${(n / 1024).toFixed(0)} MiB`;
-  console.log(`[octavia-box] Octavia ${plane.ready.octavia_version} control plane ready in ${plane.ready.startup_seconds} s`
-    + ` (migrations ${plane.ready.migration_seconds} s; ${JSON.stringify(plane.ready.timings)}; ${((Date.now() - started) / 1000).toFixed(1)} s from the test's side);`
-    + ` PSS ${kib(mem.total)}: ${Object.entries(mem.byService).map(([s, n]) => `${s} ${kib(n)}`).join(', ')}`);
-}));
+test.before(
+  loud(async () => {
+    removeNetns();
+    process.on('exit', removeNetns);
+    // The control plane's address on a bridge without ports (this kernel has no dummy interfaces).
+    ip('netns', 'add', NETNS);
+    ip('-n', NETNS, 'link', 'set', 'lo', 'up');
+    ip('-n', NETNS, 'link', 'add', 'aatb-mgmt', 'type', 'bridge');
+    ip('-n', NETNS, 'addr', 'add', '172.31.0.2/24', 'dev', 'aatb-mgmt');
+    ip('-n', NETNS, 'link', 'set', 'aatb-mgmt', 'up');
+    state = await testDir('octavia-box');
+    const started = Date.now();
+    plane = await ControlPlane.start({
+      netns: NETNS,
+      stateDir: state,
+      suite: SUITE,
+      // Nobody listens there: every call of the box's compute driver fails.
+      cloudSocket: join(state, 'no-cloud.sock'),
+      // The API validates the VIP network through the network driver before
+      // anything reaches the worker; Octavia's own no-op driver lets the
+      // create through, and the box's compute driver (no cloud) fails it in the worker.
+      set: { 'controller_worker.network_driver': 'network_noop_driver' },
+    });
+    const mem = plane.memory();
+    const kib = (n: number) => `${(n / 1024).toFixed(0)} MiB`;
+    console.log(
+      `[octavia-box] Octavia ${plane.ready.octavia_version} control plane ready in ${plane.ready.startup_seconds} s` +
+        ` (migrations ${plane.ready.migration_seconds} s; ${JSON.stringify(plane.ready.timings)}; ${((Date.now() - started) / 1000).toFixed(1)} s from the test's side);` +
+        ` PSS ${kib(mem.total)}: ${Object.entries(mem.byService)
+          .map(([s, n]) => `${s} ${kib(n)}`)
+          .join(', ')}`,
+    );
+  }),
+);
 
 test.after(async () => {
   await plane?.stop();
@@ -90,11 +98,16 @@ test('a load balancer created through the API reaches the worker, which fails it
   assert.is(lb.provisioning_status, 'PENDING_CREATE');
   // Only the worker's create flow moves a load balancer out of
   // PENDING_CREATE: to ERROR when the compute driver cannot reach the cloud.
-  const status = await waitFor('the worker to fail the create', async () => {
-    const g = await plane!.request('GET', `/v2/lbaas/loadbalancers/${lb.id}`);
-    const s = (g.body as { loadbalancer: { provisioning_status: string } }).loadbalancer.provisioning_status;
-    return s === 'PENDING_CREATE' ? null : s;
-  }, 120_000, 1000);
+  const status = await waitFor(
+    'the worker to fail the create',
+    async () => {
+      const g = await plane!.request('GET', `/v2/lbaas/loadbalancers/${lb.id}`);
+      const s = (g.body as { loadbalancer: { provisioning_status: string } }).loadbalancer.provisioning_status;
+      return s === 'PENDING_CREATE' ? null : s;
+    },
+    120_000,
+    1000,
+  );
   assert.is(status, 'ERROR');
   assert.ok(plane!.logTail('octavia-worker', 2000).includes(lb.id), 'the worker logged the load balancer');
 });

@@ -39,24 +39,32 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
   const url = () => `http://${net.nsIp}:8080/`;
 
   /** `options`: a member's weight and admin state, by member name. */
-  const render = async (list: Pick<TestBackend, 'name' | 'host' | 'port'>[], options: Record<string, { weight?: number; enabled?: boolean }> = {}, monitor = MONITOR) => {
+  const render = async (
+    list: Pick<TestBackend, 'name' | 'host' | 'port'>[],
+    options: Record<string, { weight?: number; enabled?: boolean }> = {},
+    monitor = MONITOR,
+  ) => {
     return peer.renderConfig({
-      lb_id: LB, listener_id: LISTENER, pool_id: POOL, vip: net.nsIp, port: 8080, haproxy_version: haproxyVersion,
+      lb_id: LB,
+      listener_id: LISTENER,
+      pool_id: POOL,
+      vip: net.nsIp,
+      port: 8080,
+      haproxy_version: haproxyVersion,
       monitor,
       members: list.map((m) => ({ id: m.name, address: m.host, port: m.port, ...options[m.name] })),
     });
   };
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    const dir = await testDir('interop');
-    members = await Promise.all([
-      new TestBackend('m1', net.hostIp, M1).start(),
-      new TestBackend('m2', net.hostIp, M2).start(),
-    ]);
-    agent = await startAgent(h, dir, net.netns, AGENT(i));
-    peer = await OctaviaPeer.connect(release, agent);
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      const dir = await testDir('interop');
+      members = await Promise.all([new TestBackend('m1', net.hostIp, M1).start(), new TestBackend('m2', net.hostIp, M2).start()]);
+      agent = await startAgent(h, dir, net.netns, AGENT(i));
+      peer = await OctaviaPeer.connect(release, agent);
+    }),
+  );
 
   t.after(async () => {
     peer?.close();
@@ -66,12 +74,12 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
   });
 
   t('discovery, info and details', async () => {
-    const version = await peer.call('get_api_version') as { api_version: string };
+    const version = (await peer.call('get_api_version')) as { api_version: string };
     assert.is(version.api_version, '1.0');
-    const info = await peer.call('get_info') as Record<string, string>;
+    const info = (await peer.call('get_info')) as Record<string, string>;
     assert.match(info.haproxy_version!, /^\d+\.\d+/);
     haproxyVersion = info.haproxy_version!.split('.').slice(0, 2).join('.');
-    const details = await peer.call('get_details') as Record<string, unknown>;
+    const details = (await peer.call('get_details')) as Record<string, unknown>;
     assert.is(details.cpu_count, (await import('node:os')).cpus().length);
     const memory = details.memory as Record<string, number>;
     assert.ok(memory.free! > 0 && memory.cached! >= 0 && memory.buffers! >= 0);
@@ -108,30 +116,33 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
     assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
   });
 
-  t('a member added through the controller while not ready receives 0 requests under load, and its first one within 50 ms of its rise-th passed check', async () => {
-    const added = await new TestBackend('m3', net.hostIp, M3, 'not-ready').start();
-    try {
-      const load = new LoadGenerator(url(), 250).start();
-      await sleep(300);
-      await peer.call('upload_config', LB, await render([...members, added]));
-      await peer.call('reload_listener', LB);
-      await sleep(3000);
-      const whileNotReady = added.requests;
-      const passedBefore = added.passedChecksAt.length;
-      await added.setMode('ready');
-      await waitFor('the added member to serve', () => added.firstServedAt !== null, 6000);
-      await sleep(200);
-      await load.stop();
-      assert.is(whileNotReady, 0, 'requests reached the member before it passed its checks');
-      assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
-      // rise 2: UP at its second passed check, and haproxy (not an agent's poll) lets the next request in.
-      const risen = added.passedChecksAt[passedBefore + MONITOR.rise - 1]!;
-      assert.ok(added.firstServedAt! >= risen, 'served before its rise-th passed check');
-      assert.ok(added.firstServedAt! - risen < 50, `first request ${added.firstServedAt! - risen} ms after its rise-th passed check`);
-    } finally {
-      await added.stop();
-    }
-  });
+  t(
+    'a member added through the controller while not ready receives 0 requests under load, and its first one within 50 ms of its rise-th passed check',
+    async () => {
+      const added = await new TestBackend('m3', net.hostIp, M3, 'not-ready').start();
+      try {
+        const load = new LoadGenerator(url(), 250).start();
+        await sleep(300);
+        await peer.call('upload_config', LB, await render([...members, added]));
+        await peer.call('reload_listener', LB);
+        await sleep(3000);
+        const whileNotReady = added.requests;
+        const passedBefore = added.passedChecksAt.length;
+        await added.setMode('ready');
+        await waitFor('the added member to serve', () => added.firstServedAt !== null, 6000);
+        await sleep(200);
+        await load.stop();
+        assert.is(whileNotReady, 0, 'requests reached the member before it passed its checks');
+        assert.is(load.failures.length, 0, `failed requests: ${load.describeFailures()}`);
+        // rise 2: UP at its second passed check, and haproxy (not an agent's poll) lets the next request in.
+        const risen = added.passedChecksAt[passedBefore + MONITOR.rise - 1]!;
+        assert.ok(added.firstServedAt! >= risen, 'served before its rise-th passed check');
+        assert.ok(added.firstServedAt! - risen < 50, `first request ${added.firstServedAt! - risen} ms after its rise-th passed check`);
+      } finally {
+        await added.stop();
+      }
+    },
+  );
 
   t('member-only changes from the controller reload nothing, a removal included; a changed certificate reloads', async () => {
     const { processes, server } = agentHaproxy(agent, LB);
@@ -187,10 +198,15 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
       await apply([m1, m2]);
       await waitFor('m1 and m2 UP', async () => (await server('m1'))?.opState === 2 && (await server('m2'))?.opState === 2, 15_000);
       await apply([m1, m2, m5]);
-      await waitFor('m5 half-way: a check passed, not yet UP', async () => {
-        const s = await server('m5');
-        return s !== undefined && s.checkHealth >= 1 && s.checkHealth < monitor.rise;
-      }, 10_000, 50);
+      await waitFor(
+        'm5 half-way: a check passed, not yet UP',
+        async () => {
+          const s = await server('m5');
+          return s !== undefined && s.checkHealth >= 1 && s.checkHealth < monitor.rise;
+        },
+        10_000,
+        50,
+      );
       const progress = (await server('m5'))!.checkHealth;
       // A session on m1 (weight 1 of 2 UP members: two tries land one there).
       const sessions = [0, 1].map(() => fetch(`${url()}slow/1500`).then(async (r) => ({ status: r.status, member: r.headers.get('x-member') })));
@@ -204,8 +220,14 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
       assert.equal(requests, [200, 200, 200, 200]);
       assert.is(m1.requests, before.m1, 'a new request reached the removed member');
       const answered = await Promise.all(sessions);
-      assert.ok(answered.some((a) => a.member === 'm1'), `no session was on m1: ${JSON.stringify(answered)}`);
-      assert.ok(answered.every((a) => a.status === 200), `a session was cut: ${JSON.stringify(answered)}`);
+      assert.ok(
+        answered.some((a) => a.member === 'm1'),
+        `no session was on m1: ${JSON.stringify(answered)}`,
+      );
+      assert.ok(
+        answered.every((a) => a.status === 200),
+        `a session was cut: ${JSON.stringify(answered)}`,
+      );
       await waitFor('m1 deleted once its session ended', async () => (await server('m1')) === undefined, 10_000);
       await waitFor('m5 UP', async () => (await server('m5'))?.opState === 2, 15_000);
       assert.is((await processes()).reloads, before.processes.reloads);
@@ -221,7 +243,7 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
     const rotated = issue(agent.serverCa, 'agent-rotated', { dnsName: agent.amphoraId, usage: 'serverAuth' });
     await peer.call('update_cert_for_rotation', readFileSync(rotated.pem, 'utf8'));
     // The next connection is served with the new certificate (and still verifies).
-    const info = await peer.call('get_info') as Record<string, string>;
+    const info = (await peer.call('get_info')) as Record<string, string>;
     assert.match(info.haproxy_version!, /^\d+\.\d+/);
   });
 
@@ -231,7 +253,10 @@ INTEROP_PAIRS.forEach(({ haproxy: h, octavia: release }, i) => {
     assert.equal(await peer.call('get_all_listeners'), []);
     assert.not.ok(existsSync(agentHaproxy(agent, LB).files.dir));
     assert.not.ok(existsSync(join(agent.certDir, LB)));
-    const res = await fetch(url()).then(() => 'answered', () => 'refused');
+    const res = await fetch(url()).then(
+      () => 'answered',
+      () => 'refused',
+    );
     assert.is(res, 'refused');
     await peer.call('delete_listener', LB);
   });

@@ -48,7 +48,8 @@ function octaviaFacts(o: OctaviaUnderTest, meminfo: string): { cpu_count: number
 function amphoraMeminfo(): string {
   const amphora: Record<string, number> = { MemTotal: 1_000_000, MemFree: 420_000, MemAvailable: 600_000, Buffers: 20_000, Cached: 160_000, SwapCached: 0 };
   return readFileSync('/proc/meminfo', 'utf8').replace(/^(\w+):(\s+)\d+/gm, (line, key: string, space: string) =>
-    key in amphora ? `${key}:${space}${amphora[key]}` : line);
+    key in amphora ? `${key}:${space}${amphora[key]}` : line,
+  );
 }
 
 /**
@@ -68,16 +69,26 @@ function expectedCacheSize(label: string, mem: { free: number; buffers: number; 
 }
 
 /** The controller's peer configured like a worker for this agent; `extra` adds option groups. */
-async function setupPeer(o: OctaviaUnderTest, agent: Pick<AgentUnderTest, 'amphoraId' | 'port' | 'client' | 'serverCa' | 'basePath' | 'certDir'>,
-  extra: Record<string, Record<string, unknown>> = {}): Promise<OctaviaPeer> {
+async function setupPeer(
+  o: OctaviaUnderTest,
+  agent: Pick<AgentUnderTest, 'amphoraId' | 'port' | 'client' | 'serverCa' | 'basePath' | 'certDir'>,
+  extra: Record<string, Record<string, unknown>> = {},
+): Promise<OctaviaPeer> {
   const peer = new OctaviaPeer(o);
   const a = await peer.request('setup', {
-    amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
+    amphora_id: agent.amphoraId,
+    lb_network_ip: '127.0.0.1',
     overrides: {
       ...extra,
       haproxy_amphora: {
-        client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port, bind_host: '127.0.0.1',
-        base_path: agent.basePath, base_cert_dir: agent.certDir, connection_max_retries: 3, connection_retry_interval: 1,
+        client_cert: agent.client.pem,
+        server_ca: agent.serverCa.cert,
+        bind_port: agent.port,
+        bind_host: '127.0.0.1',
+        base_path: agent.basePath,
+        base_cert_dir: agent.certDir,
+        connection_max_retries: 3,
+        connection_retry_interval: 1,
         ...extra.haproxy_amphora,
       },
     },
@@ -94,27 +105,35 @@ async function setupPeer(o: OctaviaUnderTest, agent: Pick<AgentUnderTest, 'ampho
   let peer: OctaviaPeer;
   let dir: string;
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    dir = await testDir('sec3-details');
-    // The amphora image activates tuned's "amphora" profile (cpu-pinning); the
-    // agent runs in a mount namespace whose /etc has it, so nothing changes
-    // on this machine.
-    mkdirSync(join(dir, 'etc-upper', 'tuned'), { recursive: true });
-    mkdirSync(join(dir, 'etc-work'));
-    writeFileSync(join(dir, 'etc-upper', 'tuned', 'active_profile'), 'amphora\n');
-    // ...and sees an amphora's memory: this machine's free gigabytes would size
-    // a session cache of ten million entries, which haproxy -c takes longer to
-    // allocate than the controller waits for the upload (seen under load).
-    writeFileSync(join(dir, 'meminfo'), amphoraMeminfo());
-    const launcher = ['unshare', '-m', 'sh', '-c',
-      `mount --make-rprivate / && mount -t overlay overlay -o lowerdir=/etc,upperdir=${dir}/etc-upper,workdir=${dir}/etc-work /etc ` +
-      `&& mount --bind ${dir}/meminfo /proc/meminfo && exec "$@"`, 'sh'];
-    agent = await startAgent(HAPROXY, dir, net.netns, DETAILS_AGENT(i), undefined, undefined, launcher);
-    const storage = join(dir, 'cert-store');
-    mkdirSync(storage);
-    peer = await setupPeer(release(label), agent, { certificates: { cert_manager: 'local_cert_manager', storage_path: storage } });
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      dir = await testDir('sec3-details');
+      // The amphora image activates tuned's "amphora" profile (cpu-pinning); the
+      // agent runs in a mount namespace whose /etc has it, so nothing changes
+      // on this machine.
+      mkdirSync(join(dir, 'etc-upper', 'tuned'), { recursive: true });
+      mkdirSync(join(dir, 'etc-work'));
+      writeFileSync(join(dir, 'etc-upper', 'tuned', 'active_profile'), 'amphora\n');
+      // ...and sees an amphora's memory: this machine's free gigabytes would size
+      // a session cache of ten million entries, which haproxy -c takes longer to
+      // allocate than the controller waits for the upload (seen under load).
+      writeFileSync(join(dir, 'meminfo'), amphoraMeminfo());
+      const launcher = [
+        'unshare',
+        '-m',
+        'sh',
+        '-c',
+        `mount --make-rprivate / && mount -t overlay overlay -o lowerdir=/etc,upperdir=${dir}/etc-upper,workdir=${dir}/etc-work /etc ` +
+          `&& mount --bind ${dir}/meminfo /proc/meminfo && exec "$@"`,
+        'sh',
+      ];
+      agent = await startAgent(HAPROXY, dir, net.netns, DETAILS_AGENT(i), undefined, undefined, launcher);
+      const storage = join(dir, 'cert-store');
+      mkdirSync(storage);
+      peer = await setupPeer(release(label), agent, { certificates: { cert_manager: 'local_cert_manager', storage_path: storage } });
+    }),
+  );
 
   t.after(async () => {
     peer?.close();
@@ -125,8 +144,14 @@ async function setupPeer(o: OctaviaUnderTest, agent: Pick<AgentUnderTest, 'ampho
   t('the driver GETs /1.0/details; the uploaded config pins haproxy to cpu_count - 1 threads and sizes the cache from memory in kB', async () => {
     const cert = issue(makeCa(dir, 'tenant-ca'), 'www', { dnsName: 'www.example.org', usage: 'serverAuth' });
     const a = await peer.request('update_listeners', {
-      lb_id: LB, listener_id: LISTENER, pool_id: POOL, vip: net.nsIp, port: LISTENER_PORT, members: [],
-      certificate: readFileSync(cert.cert, 'utf8'), private_key: readFileSync(cert.key, 'utf8'),
+      lb_id: LB,
+      listener_id: LISTENER,
+      pool_id: POOL,
+      vip: net.nsIp,
+      port: LISTENER_PORT,
+      members: [],
+      certificate: readFileSync(cert.cert, 'utf8'),
+      private_key: readFileSync(cert.key, 'utf8'),
     });
     assert.ok(a.ok, `update_amphora_listeners: ${a.exception}: ${a.message}\n${a.trace}`);
     const details = (a.result as { details: { cpu_count: number; memory: Record<string, number>; active_tuned_profiles: string } | null }).details;
@@ -158,10 +183,14 @@ async function setupPeer(o: OctaviaUnderTest, agent: Pick<AgentUnderTest, 'ampho
     assert.ok(drift < 0.05, `cachesize ${rendered![1]} vs ${fromOctavia} from Octavia's own /proc/meminfo reading (${(drift * 100).toFixed(1)}% apart)`);
 
     // The config really runs: the driver reloaded it (haproxy started, pinned).
-    await waitFor('haproxy with the uploaded config', async () => {
-      const r = await peer.request('call', { method: 'get_all_listeners', params: [] });
-      return r.ok && JSON.stringify(r.result).includes('ACTIVE');
-    }, 30_000);
+    await waitFor(
+      'haproxy with the uploaded config',
+      async () => {
+        const r = await peer.request('call', { method: 'get_all_listeners', params: [] });
+        return r.ok && JSON.stringify(r.result).includes('ACTIVE');
+      },
+      30_000,
+    );
   });
 
   t.run();
@@ -206,12 +235,19 @@ OCTAVIAS.forEach((o, i) => {
     const file = join(dir, 'amphora-agent.conf');
     writeFileSync(file, text);
     let out = '';
-    child = spawn(process.execPath, [MAIN, '--config-file', file], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, AMPHORA_AGENT_LOG_LEVEL: 'info' } });
-    child.stdout!.on('data', (d) => { out += d; });
-    child.stderr!.on('data', (d) => { out += d; });
+    child = spawn(process.execPath, [MAIN, '--config-file', file], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, AMPHORA_AGENT_LOG_LEVEL: 'info' },
+    });
+    child.stdout!.on('data', (d) => {
+      out += d;
+    });
+    child.stderr!.on('data', (d) => {
+      out += d;
+    });
     await waitFor('the agent to listen', () => out.includes('API listening') || child!.exitCode !== null, 30_000);
     assert.is(child.exitCode, null, `the agent refused ${o.label}'s amphora-agent.conf:\n${out}\n--- conf ---\n${text}`);
-    const info = await peer.call('get_info') as Record<string, string>;
+    const info = (await peer.call('get_info')) as Record<string, string>;
     assert.is(info.api_version, '1.0');
     assert.match(info.haproxy_version!, /^\d+\.\d+/);
   });
@@ -228,21 +264,30 @@ OCTAVIAS.forEach((o, i) => {
   let oldReceiver: HeartbeatReceiver;
   let newReceiver: HeartbeatReceiver;
 
-  t.before(loud(async () => {
-    net = createTestNetwork();
-    const dir = await testDir('sec3-hbconf');
-    oldReceiver = new HeartbeatReceiver(OLD_RECEIVER(i), 'old-key', o);
-    newReceiver = new HeartbeatReceiver(NEW_RECEIVER(i), 'new-key', o);
-    await Promise.all([oldReceiver.waitReady(), newReceiver.waitReady()]);
-    // A long old interval: a change that only applies after it would show.
-    agent = await startAgent(HAPROXY, dir, net.netns, HEARTBEAT_AGENT(i),
-      [`controller_ip_port_list = 127.0.0.1:${oldReceiver.port}`, 'heartbeat_key = old-key', 'heartbeat_interval = 60']);
-    peer = await setupPeer(o, agent, {
-      haproxy_amphora: { haproxy_cmd: HAPROXY.command.join(' ') },
-      amphora_agent: { agent_server_ca: agent.clientCa.cert, agent_server_cert: /^agent_server_cert = (.+)$/m.exec(readFileSync(agent.configFile, 'utf8'))![1], agent_server_network_dir: join(dir, 'interfaces') },
-      health_manager: { controller_ip_port_list: [`127.0.0.1:${newReceiver.port}`], heartbeat_key: 'new-key', heartbeat_interval: 1 },
-    });
-  }));
+  t.before(
+    loud(async () => {
+      net = createTestNetwork();
+      const dir = await testDir('sec3-hbconf');
+      oldReceiver = new HeartbeatReceiver(OLD_RECEIVER(i), 'old-key', o);
+      newReceiver = new HeartbeatReceiver(NEW_RECEIVER(i), 'new-key', o);
+      await Promise.all([oldReceiver.waitReady(), newReceiver.waitReady()]);
+      // A long old interval: a change that only applies after it would show.
+      agent = await startAgent(HAPROXY, dir, net.netns, HEARTBEAT_AGENT(i), [
+        `controller_ip_port_list = 127.0.0.1:${oldReceiver.port}`,
+        'heartbeat_key = old-key',
+        'heartbeat_interval = 60',
+      ]);
+      peer = await setupPeer(o, agent, {
+        haproxy_amphora: { haproxy_cmd: HAPROXY.command.join(' ') },
+        amphora_agent: {
+          agent_server_ca: agent.clientCa.cert,
+          agent_server_cert: /^agent_server_cert = (.+)$/m.exec(readFileSync(agent.configFile, 'utf8'))![1],
+          agent_server_network_dir: join(dir, 'interfaces'),
+        },
+        health_manager: { controller_ip_port_list: [`127.0.0.1:${newReceiver.port}`], heartbeat_key: 'new-key', heartbeat_interval: 1 },
+      });
+    }),
+  );
 
   t.after(async () => {
     peer?.close();
@@ -265,9 +310,18 @@ OCTAVIAS.forEach((o, i) => {
     await waitFor('4 heartbeats at the new health manager', () => newReceiver.accepted(at).length >= 4, 10_000);
     const beats = newReceiver.received.filter((r) => r.at >= at);
     assert.ok(beats[0]!.at - at < 1500, `first heartbeat to the new health manager ${beats[0]!.at - at} ms after the PUT`);
-    assert.ok(beats.every((r) => r.ok), `rejected with the new key: ${beats.filter((r) => !r.ok).map((r) => r.error).join('; ')}`);
+    assert.ok(
+      beats.every((r) => r.ok),
+      `rejected with the new key: ${beats
+        .filter((r) => !r.ok)
+        .map((r) => r.error)
+        .join('; ')}`,
+    );
     const gaps = beats.slice(1).map((r, k) => r.at - beats[k]!.at);
-    assert.ok(gaps.every((g) => g > 700 && g < 1600), `intervals ${gaps.join(', ')} ms, not about 1 s`);
+    assert.ok(
+      gaps.every((g) => g > 700 && g < 1600),
+      `intervals ${gaps.join(', ')} ms, not about 1 s`,
+    );
     assert.is(oldReceiver.received.filter((r) => r.at > at).length, 0, 'the old health manager still gets heartbeats');
     assert.is(beats[0]!.message!.id, agent.amphoraId);
   });

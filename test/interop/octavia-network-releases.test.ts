@@ -44,8 +44,12 @@ let tenant: TestNetwork;
 const links: string[] = [];
 
 const MAC = {
-  vip: '02:00:00:53:00:01', standbyVip: '02:00:00:53:00:02',
-  memberA: '02:00:00:53:00:0a', memberB: '02:00:00:53:00:0b', memberC: '02:00:00:53:00:0c', memberD: '02:00:00:53:00:0d',
+  vip: '02:00:00:53:00:01',
+  standbyVip: '02:00:00:53:00:02',
+  memberA: '02:00:00:53:00:0a',
+  memberB: '02:00:00:53:00:0b',
+  memberC: '02:00:00:53:00:0c',
+  memberD: '02:00:00:53:00:0d',
 };
 
 /** A "hot-plugged port": a veth whose one end (with the port's MAC) is in the default namespace, the other in the tenant's. */
@@ -64,8 +68,17 @@ async function amphora(label: string, port: number, extra: string[]) {
   const agent = await startAgent(HAPROXIES[0]!, dir, net.netns, port, undefined, extra);
   const peer = new OctaviaPeer(O19);
   const setup = await peer.request('setup', {
-    amphora_id: agent.amphoraId, lb_network_ip: '127.0.0.1',
-    overrides: { haproxy_amphora: { client_cert: agent.client.pem, server_ca: agent.serverCa.cert, bind_port: agent.port, connection_max_retries: 2, connection_retry_interval: 1 } },
+    amphora_id: agent.amphoraId,
+    lb_network_ip: '127.0.0.1',
+    overrides: {
+      haproxy_amphora: {
+        client_cert: agent.client.pem,
+        server_ca: agent.serverCa.cert,
+        bind_port: agent.port,
+        connection_max_retries: 2,
+        connection_retry_interval: 1,
+      },
+    },
   });
   assert.ok(setup.ok, setup.message);
   return { net, agent, peer, dir };
@@ -103,8 +116,14 @@ class ArpCapture {
 /** The failover order ControllerWorker._get_amphorae_for_failover of a release gives for [this amphora, a dead one]. */
 function failoverOrder(release: (typeof OCTAVIAS)[number], a: AgentUnderTest, vip: string): { failover_first: string[]; seconds: number } {
   const args = JSON.stringify({
-    port: a.port, client_cert: a.client.pem, server_ca: a.serverCa.cert, vip,
-    amphorae: [{ id: a.amphoraId, lb_network_ip: '127.0.0.1' }, { id: 'dead-amphora', lb_network_ip: '127.0.0.2' }],
+    port: a.port,
+    client_cert: a.client.pem,
+    server_ca: a.serverCa.cert,
+    vip,
+    amphorae: [
+      { id: a.amphoraId, lb_network_ip: '127.0.0.1' },
+      { id: 'dead-amphora', lb_network_ip: '127.0.0.2' },
+    ],
   });
   const [cmd, argv] = octaviaPython(release, FAILOVER_ORDER, [args]);
   const res = spawnSync(cmd, argv, { encoding: 'utf8', timeout: 60_000 });
@@ -115,17 +134,22 @@ function failoverOrder(release: (typeof OCTAVIAS)[number], a: AgentUnderTest, vi
 /** The name a release's own agent would give the next member port in this namespace. */
 function octaviaNextInterface(release: (typeof OCTAVIAS)[number], netns: string): string {
   const [cmd, argv] = octaviaPython(release, NEXT_INTERFACE);
-  return sh('ip', 'netns', 'exec', netns, cmd, ...argv).trim().split('\n').pop()!;
+  return sh('ip', 'netns', 'exec', netns, cmd, ...argv)
+    .trim()
+    .split('\n')
+    .pop()!;
 }
 
 const interfaceFile = (dir: string, name: string) => JSON.parse(readFileSync(join(dir, 'interfaces', `${name}.json`), 'utf8')) as Record<string, unknown>;
 
-test.before(loud(async () => {
-  tenant = createTestNetwork();
-  // Octavia 19's controller builds plug bodies with is_sriov; 11's sends none.
-  single = await amphora('net-single', PORTS.one(), []);
-  standby = await amphora('net-standby', PORTS.one(), ['[controller_worker]', 'loadbalancer_topology = ACTIVE_STANDBY']);
-}));
+test.before(
+  loud(async () => {
+    tenant = createTestNetwork();
+    // Octavia 19's controller builds plug bodies with is_sriov; 11's sends none.
+    single = await amphora('net-single', PORTS.one(), []);
+    standby = await amphora('net-standby', PORTS.one(), ['[controller_worker]', 'loadbalancer_topology = ACTIVE_STANDBY']);
+  }),
+);
 
 test.after(async () => {
   for (const a of [single, standby]) {
@@ -137,10 +161,16 @@ test.after(async () => {
   tenant?.destroy();
 });
 
-test('plug vip without is_sriov (as Octavia 11 controllers send it): eth1.json says is_sriov false, as 19\'s agent writes it', async () => {
+test("plug vip without is_sriov (as Octavia 11 controllers send it): eth1.json says is_sriov false, as 19's agent writes it", async () => {
   hotplug('aats3vip', MAC.vip, '10.53.0.1/24');
   await single.peer.call('plug_vip', '10.53.0.10', {
-    subnet_cidr: '10.53.0.0/24', gateway: '10.53.0.1', mac_address: MAC.vip, vrrp_ip: '10.53.0.5', mtu: 1500, host_routes: [], additional_vips: [],
+    subnet_cidr: '10.53.0.0/24',
+    gateway: '10.53.0.1',
+    mac_address: MAC.vip,
+    vrrp_ip: '10.53.0.5',
+    mtu: 1500,
+    host_routes: [],
+    additional_vips: [],
   });
   const file = interfaceFile(single.dir, 'eth1');
   assert.is(file.if_type, 'vip');
@@ -187,13 +217,23 @@ test('SINGLE: after an LVS listener starts, its virtual address is announced by 
   await single.peer.call('delete_listener', listener);
 });
 
-test('plug network: the member port\'s address is announced by gratuitous ARP, new and updated, as 16/19 do', async () => {
+test("plug network: the member port's address is announced by gratuitous ARP, new and updated, as 16/19 do", async () => {
   const peerEnd = hotplug('aats3ma', MAC.memberA, '10.54.0.1/24');
   const capture = await ArpCapture.start(peerEnd);
   try {
-    await single.peer.call('plug_network', { mac_address: MAC.memberA, fixed_ips: [{ ip_address: '10.54.0.5', subnet_cidr: '10.54.0.0/24', host_routes: [], gateway: null }], mtu: 1500, is_sriov: false });
+    await single.peer.call('plug_network', {
+      mac_address: MAC.memberA,
+      fixed_ips: [{ ip_address: '10.54.0.5', subnet_cidr: '10.54.0.0/24', host_routes: [], gateway: null }],
+      mtu: 1500,
+      is_sriov: false,
+    });
     await waitFor('a gratuitous ARP for the new member port', () => capture.gratuitous('10.54.0.5', MAC.memberA), 5000, 50);
-    await single.peer.call('plug_network', { mac_address: MAC.memberA, fixed_ips: [{ ip_address: '10.54.0.6', subnet_cidr: '10.54.0.0/24', host_routes: [], gateway: null }], mtu: 1500, is_sriov: false });
+    await single.peer.call('plug_network', {
+      mac_address: MAC.memberA,
+      fixed_ips: [{ ip_address: '10.54.0.6', subnet_cidr: '10.54.0.0/24', host_routes: [], gateway: null }],
+      mtu: 1500,
+      is_sriov: false,
+    });
     await waitFor('a gratuitous ARP for the updated member port', () => capture.gratuitous('10.54.0.6', MAC.memberA), 5000, 50);
   } finally {
     capture.stop();
@@ -206,9 +246,18 @@ test('member port names: the first free ethN from eth2, so a port plugged after 
   const plug = async (mac: string, n: number) => {
     hotplug(`aats3m${n}`, mac, `10.${55 + n}.0.1/24`);
     const expected = NEWER.map((o) => octaviaNextInterface(o, ns));
-    const r = await single.peer.call('plug_network', { mac_address: mac, fixed_ips: [{ ip_address: `10.${55 + n}.0.5`, subnet_cidr: `10.${55 + n}.0.0/24`, host_routes: [] }], mtu: 1500, is_sriov: false }) as { status: number; body: { details: string } };
+    const r = (await single.peer.call('plug_network', {
+      mac_address: mac,
+      fixed_ips: [{ ip_address: `10.${55 + n}.0.5`, subnet_cidr: `10.${55 + n}.0.0/24`, host_routes: [] }],
+      mtu: 1500,
+      is_sriov: false,
+    })) as { status: number; body: { details: string } };
     const name = /Plugged on interface (eth\d+)/.exec(r.body.details)?.[1];
-    assert.equal(expected, NEWER.map(() => name), `Octavia ${NEWER.map((o) => o.label).join('/')} would name it ${expected.join('/')}, the agent ${name}`);
+    assert.equal(
+      expected,
+      NEWER.map(() => name),
+      `Octavia ${NEWER.map((o) => o.label).join('/')} would name it ${expected.join('/')}, the agent ${name}`,
+    );
     return name;
   };
   assert.is(await plug(MAC.memberB, 1), 'eth3'); // eth2 is member A's
@@ -225,11 +274,18 @@ test('member port names: the first free ethN from eth2, so a port plugged after 
 test('ACTIVE_STANDBY failover: the BACKUP answers 404 for the VIP and is failed over first; once it holds the VIP, the other one is', async () => {
   hotplug('aats3svip', MAC.standbyVip, '10.59.0.1/24');
   await standby.peer.call('plug_vip', '10.59.0.10', {
-    subnet_cidr: '10.59.0.0/24', gateway: '10.59.0.1', mac_address: MAC.standbyVip, vrrp_ip: '10.59.0.5', mtu: 1500, host_routes: [], additional_vips: [], is_sriov: false,
+    subnet_cidr: '10.59.0.0/24',
+    gateway: '10.59.0.1',
+    mac_address: MAC.standbyVip,
+    vrrp_ip: '10.59.0.5',
+    mtu: 1500,
+    host_routes: [],
+    additional_vips: [],
+    is_sriov: false,
   });
   const eth1 = () => sh('ip', '-n', standby.net.netns, 'addr', 'show', 'dev', 'eth1');
   assert.match(eth1(), /inet 10\.59\.0\.5\/24/);
-  assert.not.match(eth1(), /10\.59\.0\.10/, 'the VIP is keepalived\'s to add, not plug vip\'s');
+  assert.not.match(eth1(), /10\.59\.0\.10/, "the VIP is keepalived's to add, not plug vip's");
   // The BACKUP's answer, as Octavia's agent gives it: a JSON 404 without "No suitable network interface found" (which the controller retries).
   assert.is(await standby.peer.callExpectingError('get_interface', '10.59.0.10'), 'NotFound');
   assert.equal(await standby.peer.call('get_interface', '10.59.0.5'), { message: 'OK', interface: 'eth1' });
@@ -239,11 +295,28 @@ test('ACTIVE_STANDBY failover: the BACKUP answers 404 for the VIP and is failed 
     assert.ok(asBackup.seconds < 1, `${release.label}: the controller retried the 404 (${asBackup.seconds} s)`);
   }
   // keepalived takes the VIP (MASTER: its peer never answers).
-  await standby.peer.call('upload_vrrp_config', [
-    'vrrp_instance s3 {', '    state BACKUP', '    interface eth1', '    virtual_router_id 53', '    priority 100', '    nopreempt', '    accept',
-    '    advert_int 1', '    unicast_src_ip 10.59.0.5', '    unicast_peer {', '        10.59.0.6', '    }',
-    '    virtual_ipaddress {', '        10.59.0.10', '    }', '}', '',
-  ].join('\n'));
+  await standby.peer.call(
+    'upload_vrrp_config',
+    [
+      'vrrp_instance s3 {',
+      '    state BACKUP',
+      '    interface eth1',
+      '    virtual_router_id 53',
+      '    priority 100',
+      '    nopreempt',
+      '    accept',
+      '    advert_int 1',
+      '    unicast_src_ip 10.59.0.5',
+      '    unicast_peer {',
+      '        10.59.0.6',
+      '    }',
+      '    virtual_ipaddress {',
+      '        10.59.0.10',
+      '    }',
+      '}',
+      '',
+    ].join('\n'),
+  );
   await standby.peer.call('start_vrrp');
   try {
     await waitFor('keepalived to take the VIP', () => /inet 10\.59\.0\.10\/32/.test(eth1()), 15_000, 200);

@@ -48,26 +48,39 @@ OCTAVIAS.forEach((release, ri) => {
   /** PUT /1.0/interface/<vrrp ip>/rules as Octavia 14's controller sends it (its 11 client has no call for it). */
   function putVipRules(body: unknown): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      const req = https.request({
-        host: '127.0.0.1', port: agent.port, method: 'PUT', path: '/1.0/interface/10.77.0.5/rules',
-        ca: readFileSync(agent.serverCa.cert), servername: agent.amphoraId,
-        cert: readFileSync(agent.client.cert), key: readFileSync(agent.client.key),
-        headers: { 'content-type': 'application/json' },
-      }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); });
+      const req = https.request(
+        {
+          host: '127.0.0.1',
+          port: agent.port,
+          method: 'PUT',
+          path: '/1.0/interface/10.77.0.5/rules',
+          ca: readFileSync(agent.serverCa.cert),
+          servername: agent.amphoraId,
+          cert: readFileSync(agent.client.cert),
+          key: readFileSync(agent.client.key),
+          headers: { 'content-type': 'application/json' },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        },
+      );
       req.on('error', reject);
       req.end(JSON.stringify(body));
     });
   }
 
-  test.before(loud(async () => {
-    amp = createTestNetwork();
-    tenant = createTestNetwork();
-    dir = await testDir('network');
-    agent = await startAgent(HAPROXIES[0]!, dir, amp.netns, AGENT(ri));
-    peer = await OctaviaPeer.connect(release, agent);
-    hotplug('aatvip0', VIP_MAC, '10.77.0.1/24');
-    hotplug('aatmem0', MEMBER_MAC, '10.88.0.1/24');
-  }));
+  test.before(
+    loud(async () => {
+      amp = createTestNetwork();
+      tenant = createTestNetwork();
+      dir = await testDir('network');
+      agent = await startAgent(HAPROXIES[0]!, dir, amp.netns, AGENT(ri));
+      peer = await OctaviaPeer.connect(release, agent);
+      hotplug('aatvip0', VIP_MAC, '10.77.0.1/24');
+      hotplug('aatmem0', MEMBER_MAC, '10.88.0.1/24');
+    }),
+  );
 
   test.after(async () => {
     peer?.close();
@@ -85,8 +98,13 @@ OCTAVIAS.forEach((release, ri) => {
 
   test('plug vip: the port becomes eth1 in the namespace with VRRP address, VIP, routes and the VIP rule', async () => {
     await peer.call('plug_vip', '10.77.0.10', {
-      subnet_cidr: '10.77.0.0/24', gateway: '10.77.0.1', mac_address: VIP_MAC, vrrp_ip: '10.77.0.5', mtu: 1450,
-      host_routes: [{ destination: '192.0.2.0/24', nexthop: '10.77.0.254' }], additional_vips: [],
+      subnet_cidr: '10.77.0.0/24',
+      gateway: '10.77.0.1',
+      mac_address: VIP_MAC,
+      vrrp_ip: '10.77.0.5',
+      mtu: 1450,
+      host_routes: [{ destination: '192.0.2.0/24', nexthop: '10.77.0.254' }],
+      additional_vips: [],
     });
     const addr = ipn('addr', 'show', 'dev', 'eth1');
     assert.match(addr, /mtu 1450/);
@@ -111,11 +129,16 @@ OCTAVIAS.forEach((release, ri) => {
 
   test('plug vip again: 409, which the controller turns into Conflict; an unknown MAC: 404 that the controller retries', async () => {
     const again = await peer.callExpectingError('plug_vip', '10.77.0.10', {
-      subnet_cidr: '10.77.0.0/24', gateway: '10.77.0.1', mac_address: VIP_MAC, vrrp_ip: '10.77.0.5',
+      subnet_cidr: '10.77.0.0/24',
+      gateway: '10.77.0.1',
+      mac_address: VIP_MAC,
+      vrrp_ip: '10.77.0.5',
     });
     assert.is(again, 'Conflict');
     const missing = await peer.callExpectingError('plug_vip', '10.77.0.11', {
-      subnet_cidr: '10.77.0.0/24', gateway: null, mac_address: '02:00:00:ff:ff:ff',
+      subnet_cidr: '10.77.0.0/24',
+      gateway: null,
+      mac_address: '02:00:00:ff:ff:ff',
     });
     assert.is(missing, 'TimeOutException');
   });
@@ -131,10 +154,21 @@ OCTAVIAS.forEach((release, ri) => {
     sh('ip', 'netns', 'exec', tenant.netns, 'sysctl', '-q', '-w', 'net.ipv4.conf.all.arp_accept=1');
     sh('ip', 'netns', 'exec', tenant.netns, 'sysctl', '-q', '-w', 'net.ipv4.conf.aatvip0p.arp_accept=1');
     sh('ip', '-n', tenant.netns, 'neigh', 'flush', 'dev', 'aatvip0p');
-    const config = octaviaStyleConfig({ lbId: lb, baseDir: agent.basePath, bind: '10.77.0.10:80', members: [{ id: 'm1', address: '10.88.0.1:80' }], monitor: null });
+    const config = octaviaStyleConfig({
+      lbId: lb,
+      baseDir: agent.basePath,
+      bind: '10.77.0.10:80',
+      members: [{ id: 'm1', address: '10.88.0.1:80' }],
+      monitor: null,
+    });
     await peer.call('upload_config', lb, config);
     await peer.call('reload_listener', lb);
-    await waitFor('the VIP in the tenant neighbour table', () => new RegExp(`10\\.77\\.0\\.10 .*lladdr ${VIP_MAC}`).test(sh('ip', '-n', tenant.netns, 'neigh', 'show')), 5000, 100);
+    await waitFor(
+      'the VIP in the tenant neighbour table',
+      () => new RegExp(`10\\.77\\.0\\.10 .*lladdr ${VIP_MAC}`).test(sh('ip', '-n', tenant.netns, 'neigh', 'show')),
+      5000,
+      100,
+    );
     await peer.call('delete_listener', lb);
   });
 
@@ -152,10 +186,17 @@ OCTAVIAS.forEach((release, ri) => {
 
   test('plug network on the VIP port with vip_net_info (a second subnet on the VRRP port): updated in place, VIP config kept, one VIP rule', async () => {
     await peer.call('plug_network', {
-      mac_address: VIP_MAC, mtu: 1450, fixed_ips: [{ ip_address: '10.55.0.5', subnet_cidr: '10.55.0.0/24', host_routes: [] }],
+      mac_address: VIP_MAC,
+      mtu: 1450,
+      fixed_ips: [{ ip_address: '10.55.0.5', subnet_cidr: '10.55.0.0/24', host_routes: [] }],
       vip_net_info: {
-        vip: '10.77.0.10', subnet_cidr: '10.77.0.0/24', gateway: '10.77.0.1', vrrp_ip: '10.77.0.5', mac_address: VIP_MAC,
-        host_routes: [{ destination: '192.0.2.0/24', nexthop: '10.77.0.254' }], additional_vips: [],
+        vip: '10.77.0.10',
+        subnet_cidr: '10.77.0.0/24',
+        gateway: '10.77.0.1',
+        vrrp_ip: '10.77.0.5',
+        mac_address: VIP_MAC,
+        host_routes: [{ destination: '192.0.2.0/24', nexthop: '10.77.0.254' }],
+        additional_vips: [],
       },
     });
     const addr = ipn('addr', 'show', 'dev', 'eth1');
@@ -167,7 +208,10 @@ OCTAVIAS.forEach((release, ri) => {
 
   test('interface rules (SR-IOV VIP firewall): the first call installs the base ruleset, the next one the VIP chain', async () => {
     const put = putVipRules;
-    const rules = [{ protocol: 'TCP', cidr: null, port: 80 }, { protocol: 'vrrp', cidr: '10.77.0.6/32', port: 112 }];
+    const rules = [
+      { protocol: 'TCP', cidr: null, port: 80 },
+      { protocol: 'vrrp', cidr: '10.77.0.6/32', port: 112 },
+    ];
     assert.is(await put(rules), 200);
     const nft = () => sh('ip', 'netns', 'exec', amp.netns, 'nft', 'list', 'table', 'inet', 'amphora_table');
     assert.match(nft(), /policy drop/);
@@ -220,13 +264,25 @@ OCTAVIAS.forEach((release, ri) => {
   test('LVS listener: upload, listed as UDP, start reports the kernel lacking IPVS, delete', async () => {
     const listener = '7a7a7a7a-0000-4000-8000-000000000001';
     const config = [
-      'virtual_server_group ipv4-group {', '    10.77.0.10 5353', '}',
-      'virtual_server group ipv4-group {', '    lb_algo wrr', '    lb_kind NAT', '    protocol UDP',
-      '    real_server 10.88.0.1 5353 {', '        weight 1', '    }', '}', '',
+      'virtual_server_group ipv4-group {',
+      '    10.77.0.10 5353',
+      '}',
+      'virtual_server group ipv4-group {',
+      '    lb_algo wrr',
+      '    lb_kind NAT',
+      '    protocol UDP',
+      '    real_server 10.88.0.1 5353 {',
+      '        weight 1',
+      '    }',
+      '}',
+      '',
     ].join('\n');
     await peer.call('upload_udp_config', listener, config);
-    const listeners = await peer.call('get_all_listeners') as { uuid: string; type: string; status: string }[];
-    assert.equal(listeners.find((l) => l.uuid === listener), { status: 'OFFLINE', uuid: listener, type: 'UDP' });
+    const listeners = (await peer.call('get_all_listeners')) as { uuid: string; type: string; status: string }[];
+    assert.equal(
+      listeners.find((l) => l.uuid === listener),
+      { status: 'OFFLINE', uuid: listener, type: 'UDP' },
+    );
     // This machine's kernel has no IP_VS: keepalived exits right after forking,
     // and the agent reports that instead of claiming success.
     const started = await peer.callExpectingError('start_listener', listener);
@@ -271,7 +327,8 @@ OCTAVIAS.forEach((release, ri) => {
     assert.match(second, /^eth1: up$/m);
     assert.is(sh('ip', 'netns', 'exec', amp.netns, 'nft', 'list', 'ruleset'), ruleset, 'a second bring-up added rules');
     assert.is(ipn('rule', 'show').match(/from 10\.77\.0\.10 lookup 1/g)?.length, 1);
-    const withRc = (args: string) => execFileSync('sh', ['-c', `${process.execPath} ${MAIN} interface ${args} --config-file ${agent.configFile} 2>&1; echo rc=$?`], { encoding: 'utf8' });
+    const withRc = (args: string) =>
+      execFileSync('sh', ['-c', `${process.execPath} ${MAIN} interface ${args} --config-file ${agent.configFile} 2>&1; echo rc=$?`], { encoding: 'utf8' });
     assert.match(withRc('up eth9'), /no interface file for eth9[\s\S]*rc=1\n$/);
     // down and up again, one interface: addresses, masquerade and link go, and come back.
     assert.match(withRc('down eth2'), /^eth2: down\nrc=0\n$/);
@@ -289,12 +346,15 @@ OCTAVIAS.forEach((release, ri) => {
     assert.match(damaged, /rc=1\n$/);
   });
 
-  test('SR-IOV port: bringing it up loads the VIP firewall base ruleset, so the controller\'s one rules call fills the VIP chain; no TCP notrack', async () => {
+  test("SR-IOV port: bringing it up loads the VIP firewall base ruleset, so the controller's one rules call fills the VIP chain; no TCP notrack", async () => {
     const firewall = join(agent.basePath, 'nftables-vip.rules');
     rmSync(firewall, { force: true }); // as on a new amphora
     hotplug('aatsr0', SRIOV_MAC, '10.66.0.1/24');
     await peer.call('plug_network', {
-      mac_address: SRIOV_MAC, fixed_ips: [{ ip_address: '10.66.0.5', subnet_cidr: '10.66.0.0/24', host_routes: [] }], mtu: 1500, is_sriov: true,
+      mac_address: SRIOV_MAC,
+      fixed_ips: [{ ip_address: '10.66.0.5', subnet_cidr: '10.66.0.0/24', host_routes: [] }],
+      mtu: 1500,
+      is_sriov: true,
     });
     const nft = (...args: string[]) => sh('ip', 'netns', 'exec', amp.netns, 'nft', ...args);
     assert.ok(existsSync(firewall), 'the firewall file was not created at bring-up');

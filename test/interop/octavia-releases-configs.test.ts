@@ -51,7 +51,9 @@ function withApiTlsDefaults(spec: AnyRecord, extra: AnyRecord = {}): AnyRecord {
 }
 
 const specs: { name: string; spec: LoadBalancerSpec }[] = [];
-for (const f of readdirSync(FIXTURES).filter((f) => f.endsWith('.json') && !f.startsWith('render-only')).sort()) {
+for (const f of readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.json') && !f.startsWith('render-only'))
+  .sort()) {
   const raw = JSON.parse(readFileSync(join(FIXTURES, f), 'utf8')) as AnyRecord;
   specs.push({ name: f, spec: validateSpec(withApiTlsDefaults(raw)) });
 }
@@ -70,24 +72,26 @@ function members(text: string): Record<string, string[]> {
   return out;
 }
 
-const t = suite('configs rendered by Octavia 16 and 19: read like 11\'s, valid on haproxy 3.0 and 3.4');
+const t = suite("configs rendered by Octavia 16 and 19: read like 11's, valid on haproxy 3.0 and 3.4");
 const renderers = new Map<string, OctaviaRenderer>();
 let baseCertDir = '';
 let certDir = '';
 let workRoot = '';
 
-t.before(loud(async () => {
-  for (const o of [OCTAVIAS[0]!, ...NEWER]) renderers.set(o.label, await OctaviaRenderer.start(o));
-  ({ certDir, workRoot } = await fixtureWorkspace('releases-configs'));
-  baseCertDir = join(workRoot, 'certs');
-  mkdirSync(baseCertDir);
-  // Octavia's paths are <base_cert_dir>/<lb_id>/<file>: every load balancer sees the fixture certificates.
-  for (const id of new Set(specs.map((s) => s.spec.id))) symlinkSync(certDir, join(baseCertDir, id));
-  // The crt-list the driver writes per TLS listener (<lb_id>/<listener_id>.pem), here naming the fixture server certificate.
-  for (const { spec } of specs) {
-    for (const l of spec.listeners) if (l.protocol === 'TERMINATED_HTTPS') writeFileSync(join(certDir, `${l.id}.pem`), `${join(certDir, 'server.pem')}\n`);
-  }
-}));
+t.before(
+  loud(async () => {
+    for (const o of [OCTAVIAS[0]!, ...NEWER]) renderers.set(o.label, await OctaviaRenderer.start(o));
+    ({ certDir, workRoot } = await fixtureWorkspace('releases-configs'));
+    baseCertDir = join(workRoot, 'certs');
+    mkdirSync(baseCertDir);
+    // Octavia's paths are <base_cert_dir>/<lb_id>/<file>: every load balancer sees the fixture certificates.
+    for (const id of new Set(specs.map((s) => s.spec.id))) symlinkSync(certDir, join(baseCertDir, id));
+    // The crt-list the driver writes per TLS listener (<lb_id>/<listener_id>.pem), here naming the fixture server certificate.
+    for (const { spec } of specs) {
+      for (const l of spec.listeners) if (l.protocol === 'TERMINATED_HTTPS') writeFileSync(join(certDir, `${l.id}.pem`), `${join(certDir, 'server.pem')}\n`);
+    }
+  }),
+);
 
 t.after(async () => {
   for (const r of renderers.values()) await r.close();
@@ -106,13 +110,16 @@ for (const release of NEWER) {
       features.set(release.label, seen);
       for (const [feature, re] of Object.entries(FEATURES)) if (re.test(theirs)) seen.add(feature);
 
-      assert.equal(members(theirs), members(eleven!), 'the same members, with the same checks, as in 11\'s config');
+      assert.equal(members(theirs), members(eleven!), "the same members, with the same checks, as in 11's config");
       assert.equal(planRuntime(theirs, theirs), { steps: [], reloadReason: null });
       const reweighted = theirs.replace(/^(\s+server \S+ \S+ weight )1\b/m, '$17');
       if (reweighted !== theirs) {
         const plan = planRuntime(theirs, reweighted);
         assert.is(plan.reloadReason, null);
-        assert.equal(plan.steps.map((s) => s.kind), ['weight']);
+        assert.equal(
+          plan.steps.map((s) => s.kind),
+          ['weight'],
+        );
       }
 
       for (const h of CHECK_ON) {

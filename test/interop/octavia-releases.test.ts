@@ -44,7 +44,11 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
     const url = () => `http://${net.nsIp}:8080/`;
     const render = async (list: Pick<TestBackend, 'name' | 'host' | 'port'>[], options: Record<string, { weight?: number; enabled?: boolean }> = {}) => {
       return peer.renderConfig({
-        lb_id: lb, listener_id: `${lb.slice(0, -1)}b`, pool_id: `${lb.slice(0, -1)}c`, vip: net.nsIp, port: 8080,
+        lb_id: lb,
+        listener_id: `${lb.slice(0, -1)}b`,
+        pool_id: `${lb.slice(0, -1)}c`,
+        vip: net.nsIp,
+        port: 8080,
         haproxy_version: haproxyVersion,
         monitor: { delay: 1, timeout: 1, fall: 2, rise: 2, path: '/healthz', http_version: 1.1, domain_name: 'health.example.test' },
         members: list.map((m) => ({ id: m.name, address: m.host, port: m.port, ...options[m.name] })),
@@ -57,18 +61,17 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
     const processes = () => agentHaproxy(agent, lb).processes();
     const server = (name: string) => agentHaproxy(agent, lb).server(name);
 
-    t.before(loud(async () => {
-      net = createTestNetwork();
-      const dir = await testDir('releases');
-      members = await Promise.all([
-        new TestBackend('m1', net.hostIp, M1(slot)).start(),
-        new TestBackend('m2', net.hostIp, M2(slot)).start(),
-      ]);
-      agent = await startAgent(h, dir, net.netns, AGENT(slot));
-      peer = await OctaviaPeer.connect(release, agent);
-      const info = await peer.call('get_info') as Record<string, string>;
-      haproxyVersion = info.haproxy_version!.split('.').slice(0, 2).join('.');
-    }));
+    t.before(
+      loud(async () => {
+        net = createTestNetwork();
+        const dir = await testDir('releases');
+        members = await Promise.all([new TestBackend('m1', net.hostIp, M1(slot)).start(), new TestBackend('m2', net.hostIp, M2(slot)).start()]);
+        agent = await startAgent(h, dir, net.netns, AGENT(slot));
+        peer = await OctaviaPeer.connect(release, agent);
+        const info = (await peer.call('get_info')) as Record<string, string>;
+        haproxyVersion = info.haproxy_version!.split('.').slice(0, 2).join('.');
+      }),
+    );
 
     t.after(async () => {
       peer?.close();
@@ -81,7 +84,15 @@ HAPROXIES.filter((h) => RUN_ON.includes(h.label)).forEach((h, i) => {
       const text = await render(members);
       assert.match(text, MONITOR_FORM[release.label]!);
       await apply(members);
-      await waitFor('traffic through the uploaded config', () => fetch(url()).then((res) => res.status === 200, () => false), 10_000);
+      await waitFor(
+        'traffic through the uploaded config',
+        () =>
+          fetch(url()).then(
+            (res) => res.status === 200,
+            () => false,
+          ),
+        10_000,
+      );
       const before = members.map((m) => m.checks);
       await waitFor('a check on each member', () => members.every((m, k) => m.checks > before[k]!), 8000);
       for (const m of members) assert.equal(m.lastCheck, { requestLine: 'GET /healthz HTTP/1.1', host: 'health.example.test' });

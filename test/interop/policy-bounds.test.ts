@@ -36,7 +36,9 @@ const MEMBER_PORT = PORTS.range(HAPROXIES.length);
 const LISTENER_PORT = PORTS.range(HAPROXIES.length);
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');
-const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort();
+const fixtures = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 const LB = 'lb-bounds';
 
 /** A 1 GB amphora with the agent running, as /proc/meminfo gives it (kB). */
@@ -44,16 +46,26 @@ const ONE_GB_KB = { free: 600_000, buffers: 20_000, cached: 180_000 };
 const amphora = (cpuCount: number): AmphoraFacts => ({ cpuCount, tunedProfiles: ['amphora'], memoryKb: ONE_GB_KB });
 const details = (f: AmphoraFacts): OctaviaAmpDetails => ({ cpu_count: f.cpuCount, memory: f.memoryKb, active_tuned_profiles: f.tunedProfiles.join(' ') });
 const ctx = (spec: LoadBalancerSpec, facts: AmphoraFacts): PolicyContext => ({
-  lbId: spec.id, basePath: '/var/lib/octavia', baseCertDir: '/var/lib/octavia/certs', protectedFiles: [], amphora: facts,
+  lbId: spec.id,
+  basePath: '/var/lib/octavia',
+  baseCertDir: '/var/lib/octavia/certs',
+  protectedFiles: [],
+  amphora: facts,
 });
 
 /** This machine's /proc/meminfo with a 1 GB amphora's figures. */
 function amphoraMeminfo(): string {
   const figures: Record<string, number> = {
-    MemTotal: 1_000_000, MemFree: ONE_GB_KB.free, MemAvailable: 780_000, Buffers: ONE_GB_KB.buffers, Cached: ONE_GB_KB.cached, SwapCached: 0,
+    MemTotal: 1_000_000,
+    MemFree: ONE_GB_KB.free,
+    MemAvailable: 780_000,
+    Buffers: ONE_GB_KB.buffers,
+    Cached: ONE_GB_KB.cached,
+    SwapCached: 0,
   };
   return readFileSync('/proc/meminfo', 'utf8').replace(/^(\w+):(\s+)\d+/gm, (line, key: string, space: string) =>
-    key in figures ? `${key}:${space}${figures[key]}` : line);
+    key in figures ? `${key}:${space}${figures[key]}` : line,
+  );
 }
 
 const t = suite('bounds: Octavia 11/16/19 renders at their defaults pass on a 1 GB amphora; a 4 GB cache and nbthread 64 get a 400');
@@ -61,11 +73,13 @@ const renderers = new Map<string, OctaviaRenderer>();
 let network: TestNetwork;
 let dir: string;
 
-t.before(loud(async () => {
-  for (const o of OCTAVIAS) renderers.set(o.label, await OctaviaRenderer.start(o));
-  network = createTestNetwork();
-  dir = await testDir('bounds');
-}));
+t.before(
+  loud(async () => {
+    for (const o of OCTAVIAS) renderers.set(o.label, await OctaviaRenderer.start(o));
+    network = createTestNetwork();
+    dir = await testDir('bounds');
+  }),
+);
 
 t.after(async () => {
   for (const r of renderers.values()) await r.close();
@@ -101,7 +115,7 @@ t(`every fixture (${fixtures.length}) as Octavia 11, 16 and 19 render it at thei
   assert.ok(threaded >= 40, `${threaded} renders with nbthread 3 (16 and 19 pin threads under the amphora profile)`);
 });
 
-t('with the fixtures\' own connection limits, only Octavia 16\'s TLS session cache is refused on a 1 GB amphora (LP #2119987)', async () => {
+t("with the fixtures' own connection limits, only Octavia 16's TLS session cache is refused on a 1 GB amphora (LP #2119987)", async () => {
   const settings = octaviaSettings(DEFAULT_RENDER_SETTINGS);
   const refused = new Map<string, string[]>();
   let sized19 = 0;
@@ -112,7 +126,11 @@ t('with the fixtures\' own connection limits, only Octavia 16\'s TLS session cac
       if (cfg === null) continue;
       if (release === 'octavia-19' && cfg.includes('tune.ssl.cachesize')) sized19++;
       const v = checkBounds(cfg, ctx(spec, amphora(1)));
-      if (v.length > 0) refused.set(`${release} ${file}`, v.map((x) => x.directive));
+      if (v.length > 0)
+        refused.set(
+          `${release} ${file}`,
+          v.map((x) => x.directive),
+        );
     }
   }
   assert.ok(sized19 >= 5, `Octavia 19 sized ${sized19} TLS session caches from the memory`);
@@ -128,7 +146,9 @@ function get(host: string, port: number, path: string): Promise<{ status: number
     const req = http.get({ host, port, path, agent: false, timeout: 5000, headers: { connection: 'close' } }, (res) => {
       let body = '';
       res.setEncoding('latin1');
-      res.on('data', (d) => { body += d; });
+      res.on('data', (d) => {
+        body += d;
+      });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
     });
     req.on('timeout', () => req.destroy(new Error(`GET ${path}: timeout`)));
@@ -157,13 +177,23 @@ async function boundsRound(h: HaproxyUnderTest, i: number): Promise<void> {
     const vip = network.nsIp;
     const port = LISTENER_PORT(i);
     const spec = validateSpec({
-      id: LB, vip_address: vip, project_id: 'tenant',
-      listeners: [{
-        id: 'l-web', protocol: 'HTTP', protocol_port: port, connection_limit: 1000,
-        default_pool: {
-          id: 'p-web', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm1', address: backend.host, protocol_port: backend.port }],
+      id: LB,
+      vip_address: vip,
+      project_id: 'tenant',
+      listeners: [
+        {
+          id: 'l-web',
+          protocol: 'HTTP',
+          protocol_port: port,
+          connection_limit: 1000,
+          default_pool: {
+            id: 'p-web',
+            protocol: 'HTTP',
+            lb_algorithm: 'ROUND_ROBIN',
+            members: [{ id: 'm1', address: backend.host, protocol_port: backend.port }],
+          },
         },
-      }],
+      ],
     });
     const settings = { ...octaviaSettings(DEFAULT_RENDER_SETTINGS), base_path: agent.basePath, base_cert_dir: agent.certDir };
     const good = (await o19.render(forOctavia(spec), '2.6', settings, null)).haproxy!;
@@ -205,7 +235,10 @@ async function boundsRound(h: HaproxyUnderTest, i: number): Promise<void> {
 }
 
 for (const [i, h] of HAPROXIES.entries()) {
-  t(`${h.label}: a 4 GB cache and nbthread 64 on a 1 GB amphora: 400 naming both with the bound, previous config serving`, loud(() => boundsRound(h, i)));
+  t(
+    `${h.label}: a 4 GB cache and nbthread 64 on a 1 GB amphora: 400 naming both with the bound, previous config serving`,
+    loud(() => boundsRound(h, i)),
+  );
 }
 
 t.run();

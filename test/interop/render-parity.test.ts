@@ -26,12 +26,20 @@ import { haproxyCapabilities } from '../../agent/haproxy/process/capabilities.js
 import { ALLOWANCES, LVS_ALLOWANCES, applyAllowances, type OctaviaRelease } from './render-allow-list.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');
-const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort();
-const invalid = readdirSync(join(FIXTURES, 'invalid')).filter((f) => f.endsWith('.json')).sort();
+const fixtures = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
+const invalid = readdirSync(join(FIXTURES, 'invalid'))
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 const load = (f: string) => JSON.parse(readFileSync(join(FIXTURES, f), 'utf8')) as unknown;
 
 /** keepalived text for comparison: no comments or blank lines, single spaces. */
-const keepalivedLines = (text: string) => text.split('\n').map((l) => l.replace(/#.*/, '').trim().replace(/\s+/g, ' ')).filter(Boolean);
+const keepalivedLines = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => l.replace(/#.*/, '').trim().replace(/\s+/g, ' '))
+    .filter(Boolean);
 
 /**
  * A 1 GiB amphora with 4 CPUs under the amphora TuneD profile, as its
@@ -46,10 +54,12 @@ const octavias = new Map<OctaviaRelease, OctaviaRenderer>();
 let certDir: string;
 let workRoot: string;
 
-t.before(loud(async () => {
-  for (const o of OCTAVIAS) octavias.set(o.label as OctaviaRelease, await OctaviaRenderer.start(o));
-  ({ certDir, workRoot } = await fixtureWorkspace('parity'));
-}));
+t.before(
+  loud(async () => {
+    for (const o of OCTAVIAS) octavias.set(o.label as OctaviaRelease, await OctaviaRenderer.start(o));
+    ({ certDir, workRoot } = await fixtureWorkspace('parity'));
+  }),
+);
 
 t.after(async () => {
   for (const o of octavias.values()) await o.close();

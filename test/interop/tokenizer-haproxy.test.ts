@@ -42,7 +42,10 @@ const READ = [
   // Inside single quotes: nothing is an escape, a backslash before the closing quote included.
   "'a\\ b' 'c\\\\d' 'e\\#f' 'k\\tl' '\\x41' 'q\\$r' 'i\\\"j' 'm\\' '#' '\"'",
   // Comments: an unquoted # ends the line even inside a word.
-  'a#b c', '"a#b" \'c#d\' e\\#f # tail', '#whole line', '   # indented comment',
+  'a#b c',
+  '"a#b" \'c#d\' e\\#f # tail',
+  '#whole line',
+  '   # indented comment',
   // No line continuation: a trailing backslash is part of the last word.
   'a b\\',
   'a b \\',
@@ -86,9 +89,11 @@ const RAW_CONTROL = ['a\vb\fc', 'a\x01b \x1b[0m', 'a\x7fb'];
 const t = suite('tokenizer against haproxy 2.6, 3.0, 3.2 and 3.4: the same words, or a refusal where haproxy refuses or reads otherwise');
 let dir: string;
 
-t.before(loud(async () => {
-  dir = await testDir('tk');
-}));
+t.before(
+  loud(async () => {
+    dir = await testDir('tk');
+  }),
+);
 
 t('the tokenizer reads the READ lines and refuses the others, each after the ACL words haproxy reads it after', () => {
   for (const l of READ) assert.is(tokenizeLine(ACL_PREFIX + l).unreadable, undefined, JSON.stringify(l));
@@ -99,34 +104,55 @@ t('the tokenizer reads the READ lines and refuses the others, each after the ACL
 });
 
 for (const [i, h] of HAPROXIES.entries()) {
-  t(`${h.label}: reads every READ line with the tokenizer's words`, loud(async () => {
-    const lines = [...READ, ...RAW_CONTROL];
-    const { answers, output } = await readByHaproxy(h, dir, `read${i}`, lines);
-    assert.ok(answers, `${h.label} refused the config: ${output}`);
-    const differ = lines.flatMap((l, k) => (answerIs(answers[k]!, tokenizeLine(l).words) ? []
-      : [`${JSON.stringify(l)}: tokenizer ${JSON.stringify(tokenizeLine(l).words)}, haproxy ${showAnswer(answers[k]!)}`]));
-    assert.equal(differ, [], differ.join('\n'));
-  }));
+  t(
+    `${h.label}: reads every READ line with the tokenizer's words`,
+    loud(async () => {
+      const lines = [...READ, ...RAW_CONTROL];
+      const { answers, output } = await readByHaproxy(h, dir, `read${i}`, lines);
+      assert.ok(answers, `${h.label} refused the config: ${output}`);
+      const differ = lines.flatMap((l, k) =>
+        answerIs(answers[k]!, tokenizeLine(l).words)
+          ? []
+          : [`${JSON.stringify(l)}: tokenizer ${JSON.stringify(tokenizeLine(l).words)}, haproxy ${showAnswer(answers[k]!)}`],
+      );
+      assert.equal(differ, [], differ.join('\n'));
+    }),
+  );
 
-  t(`${h.label}: refuses every REFUSED line`, loud(async () => {
-    for (const [k, l] of REFUSED.entries()) {
-      const { answers } = await readByHaproxy(h, dir, `refused${i}-${k}`, [l]);
-      assert.is(answers, null, `${h.label} loads ${JSON.stringify(l)}: ${answers && showAnswer(answers[0]!)}`);
-    }
-  }));
+  t(
+    `${h.label}: refuses every REFUSED line`,
+    loud(async () => {
+      for (const [k, l] of REFUSED.entries()) {
+        const { answers } = await readByHaproxy(h, dir, `refused${i}-${k}`, [l]);
+        assert.is(answers, null, `${h.label} loads ${JSON.stringify(l)}: ${answers && showAnswer(answers[0]!)}`);
+      }
+    }),
+  );
 
-  t(`${h.label}: reads every MISREAD line otherwise than its naive words; an empty word ends the words or is refused`, loud(async () => {
-    const { answers, output } = await readByHaproxy(h, dir, `misread${i}`, MISREAD.map(([l]) => l));
-    assert.ok(answers, `${h.label} refused the config: ${output}`);
-    for (const [k, [l, naive]] of MISREAD.entries()) {
-      assert.not.ok(answerIs(answers[k]!, naive), `${h.label} reads ${JSON.stringify(l)} as ${JSON.stringify(naive)}: nothing to refuse`);
-    }
-    for (const [k, l] of EMPTY_WORD.entries()) {
-      const read = await readByHaproxy(h, dir, `empty${i}-${k}`, [l]);
-      if (h.label === 'haproxy-3.4') assert.is(read.answers, null, `${h.label} loads ${JSON.stringify(l)}`);
-      else assert.ok(read.answers && answerIs(read.answers[0]!, ['a']), `${h.label} reads ${JSON.stringify(l)} as ${read.answers && showAnswer(read.answers[0]!)}`);
-    }
-  }));
+  t(
+    `${h.label}: reads every MISREAD line otherwise than its naive words; an empty word ends the words or is refused`,
+    loud(async () => {
+      const { answers, output } = await readByHaproxy(
+        h,
+        dir,
+        `misread${i}`,
+        MISREAD.map(([l]) => l),
+      );
+      assert.ok(answers, `${h.label} refused the config: ${output}`);
+      for (const [k, [l, naive]] of MISREAD.entries()) {
+        assert.not.ok(answerIs(answers[k]!, naive), `${h.label} reads ${JSON.stringify(l)} as ${JSON.stringify(naive)}: nothing to refuse`);
+      }
+      for (const [k, l] of EMPTY_WORD.entries()) {
+        const read = await readByHaproxy(h, dir, `empty${i}-${k}`, [l]);
+        if (h.label === 'haproxy-3.4') assert.is(read.answers, null, `${h.label} loads ${JSON.stringify(l)}`);
+        else
+          assert.ok(
+            read.answers && answerIs(read.answers[0]!, ['a']),
+            `${h.label} reads ${JSON.stringify(l)} as ${read.answers && showAnswer(read.answers[0]!)}`,
+          );
+      }
+    }),
+  );
 }
 
 t.run();

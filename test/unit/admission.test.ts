@@ -4,8 +4,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { admit, initStateAtStartupByVersion, isReady, type AdmissionInput } from '../../agent/model/admission.js';
 
-const load = (checked: boolean, initStateOnLine: boolean, initStateAtStartup: boolean): AdmissionInput =>
-  ({ checked, initStateOnLine, path: 'load', initStateAtStartup });
+const load = (checked: boolean, initStateOnLine: boolean, initStateAtStartup: boolean): AdmissionInput => ({
+  checked,
+  initStateOnLine,
+  path: 'load',
+  initStateAtStartup,
+});
 const runtime = (checked: boolean, initStateOnLine: boolean, returns = false): AdmissionInput => ({ checked, initStateOnLine, path: 'runtime', returns });
 
 test('the whole decision table', () => {
@@ -40,7 +44,16 @@ test('a member held in maintenance is ready once its last check passed and its h
 });
 
 test('without a binary, init-state at start-up is assumed from 3.4 on only', () => {
-  assert.equal([[2, 6], [3, 2], [3, 3], [3, 4], [4, 0]].map(([a, b]) => initStateAtStartupByVersion(a!, b!)), [false, false, false, true, true]);
+  assert.equal(
+    [
+      [2, 6],
+      [3, 2],
+      [3, 3],
+      [3, 4],
+      [4, 0],
+    ].map(([a, b]) => initStateAtStartupByVersion(a!, b!)),
+    [false, false, false, true, true],
+  );
 });
 
 test.run();

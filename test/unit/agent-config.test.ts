@@ -16,7 +16,7 @@ test('log facilities: [amphora_agent] first, else [haproxy_amphora], where the c
   assert.is(none.amphoraAgent.administrativeLogFacility, 1);
 });
 
-test("controllers 11 to 14 still write respawn_count, respawn_interval and use_upstart: accepted", () => {
+test('controllers 11 to 14 still write respawn_count, respawn_interval and use_upstart: accepted', () => {
   const c = parseAgentConfig('[haproxy_amphora]\nrespawn_count = 2\nrespawn_interval = 2\nuse_upstart = False\n');
   assert.is(c.haproxyAmphora.basePath, '/var/lib/octavia');
 });

@@ -10,13 +10,18 @@ import { DEFAULT_RENDER_SETTINGS, type AmphoraFacts } from '../../agent/render/s
 import { SpecError, validateSpec } from '../../agent/model/spec/validate.js';
 import { readAmphoraFacts } from '../../agent/info/amphora-facts.js';
 
-const facts = (free: number, cpuCount = 2, tunedProfiles = ['amphora']): AmphoraFacts =>
-  ({ cpuCount, tunedProfiles, memoryKb: { free, buffers: 0, cached: 0 } });
-
-const tlsSpec = (listener: Record<string, unknown> = {}) => validateSpec({
-  id: 'lb', vip_address: '203.0.113.1',
-  listeners: [{ id: 'l', protocol: 'TERMINATED_HTTPS', protocol_port: 443, connection_limit: 1000, default_tls_container_ref: 'server.pem', ...listener }],
+const facts = (free: number, cpuCount = 2, tunedProfiles = ['amphora']): AmphoraFacts => ({
+  cpuCount,
+  tunedProfiles,
+  memoryKb: { free, buffers: 0, cached: 0 },
 });
+
+const tlsSpec = (listener: Record<string, unknown> = {}) =>
+  validateSpec({
+    id: 'lb',
+    vip_address: '203.0.113.1',
+    listeners: [{ id: 'l', protocol: 'TERMINATED_HTTPS', protocol_port: 443, connection_limit: 1000, default_tls_container_ref: 'server.pem', ...listener }],
+  });
 
 test('SSL cache: 2/5 of the memory left after 32 kB per connection, 4 entries per kB, none at or below 5000 kB', () => {
   // (100000 - 32 * 1000) * 2 / 5 = 27200 kB -> 108800 entries.
@@ -49,11 +54,15 @@ test('the global section carries the tuning only with facts, the cache only with
 });
 
 test('tls_ciphers: TLS 1.3 names become ciphersuites, each list in the given order, a list no allowed version uses left out', () => {
-  const bind = (listener: Record<string, unknown>) => renderLoadBalancer(tlsSpec(listener), DEFAULT_RENDER_SETTINGS, { initStateAtStartup: false })
-    .haproxyConfig!.split('\n').find((l) => l.includes(' bind '))!;
+  const bind = (listener: Record<string, unknown>) =>
+    renderLoadBalancer(tlsSpec(listener), DEFAULT_RENDER_SETTINGS, { initStateAtStartup: false })
+      .haproxyConfig!.split('\n')
+      .find((l) => l.includes(' bind '))!;
   const mixed = 'TLS_CHACHA20_POLY1305_SHA256:ECDHE-RSA-AES256-GCM-SHA384:TLS_AES_128_GCM_SHA256:ECDHE-ECDSA-AES128-GCM-SHA256';
-  assert.match(bind({ tls_ciphers: mixed }),
-    ' ciphers ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256 ciphersuites TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256');
+  assert.match(
+    bind({ tls_ciphers: mixed }),
+    ' ciphers ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256 ciphersuites TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256',
+  );
   const only13 = bind({ tls_ciphers: mixed, tls_versions: ['TLSv1.3'] });
   assert.not.match(only13, ' ciphers ');
   assert.match(only13, ' ciphersuites TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256 ');

@@ -23,7 +23,11 @@ function check(before: string, after: string) {
   assert.is(before.slice(0, r.start), after.slice(0, r.start), what);
   assert.is(before.slice(r.beforeEnd), after.slice(r.afterEnd), what);
   assert.ok(r.start <= r.beforeEnd && r.start <= r.afterEnd, what);
-  for (const [text, at] of [[before, r.start], [before, r.beforeEnd], [after, r.afterEnd]] as const) {
+  for (const [text, at] of [
+    [before, r.start],
+    [before, r.beforeEnd],
+    [after, r.afterEnd],
+  ] as const) {
     assert.ok(at === 0 || at === text.length || text[at - 1] === '\n', `${what}: ${at} is not a line start`);
   }
   // The same lines as a split finds, give or take the empty line after a final
@@ -31,7 +35,11 @@ function check(before: string, after: string) {
   // compares unequal to the same line with it, so one more line may count as changed).
   if (!before.endsWith('\n') || !after.endsWith('\n')) return;
   const expected = byLines(before, after);
-  const lines = (text: string, from: number, to: number) => text.slice(from, to).split('\n').filter((l, i, all) => l !== '' || i < all.length - 1);
+  const lines = (text: string, from: number, to: number) =>
+    text
+      .slice(from, to)
+      .split('\n')
+      .filter((l, i, all) => l !== '' || i < all.length - 1);
   const nonEmpty = (ls: string[]) => ls.filter((l) => l !== '');
   assert.equal(nonEmpty(lines(before, r.start, r.beforeEnd)), nonEmpty(expected.before), what);
   assert.equal(nonEmpty(lines(after, r.start, r.afterEnd)), nonEmpty(expected.after), what);
@@ -69,7 +77,13 @@ test('random edits: the region holds every difference, and the same changed line
   const text = () => Array.from({ length: next(6) }, () => words[next(words.length)]).join('\n') + (next(2) ? '\n' : '');
   for (let i = 0; i < 3000; i++) {
     const before = text();
-    const after = next(3) === 0 ? text() : before.split('\n').map((l) => (next(4) === 0 ? words[next(words.length)] : l)).join('\n');
+    const after =
+      next(3) === 0
+        ? text()
+        : before
+            .split('\n')
+            .map((l) => (next(4) === 0 ? words[next(words.length)] : l))
+            .join('\n');
     check(before, after);
   }
 });

@@ -7,10 +7,20 @@ import { isCliWord } from '../../agent/haproxy/process/cli-words.js';
 import { planRuntime } from '../../agent/haproxy/apply/runtime-plan.js';
 import { RuntimeApi, RuntimeCommandError } from '../../agent/haproxy/process/runtime-api.js';
 
-const cfg = (servers: string[]) => [
-  'global', '    maxconn 100', '', 'frontend listener1', '    bind 127.0.0.1:80', '    default_backend pool1', '',
-  'backend pool1', '    balance roundrobin', ...servers.map((s) => `    server ${s}`), '',
-].join('\n');
+const cfg = (servers: string[]) =>
+  [
+    'global',
+    '    maxconn 100',
+    '',
+    'frontend listener1',
+    '    bind 127.0.0.1:80',
+    '    default_backend pool1',
+    '',
+    'backend pool1',
+    '    balance roundrobin',
+    ...servers.map((s) => `    server ${s}`),
+    '',
+  ].join('\n');
 const RUNNING = cfg(['m1 10.0.0.1:80 weight 1 check inter 2s']);
 
 /** The plan for adding m2 with `words` after its address, as the line is written in the config. */
@@ -25,7 +35,7 @@ const METACHARACTERS: [string, string][] = [
   ['a backslash escapes the next character', 'check-sni "x\\\\;y"'],
   ['a space splits words', 'check-sni "x y"'],
   ['a tab splits words', 'check-sni "x\\ty"'],
-  ['a double quote is literal on the CLI, removed by the config parser', 'check-sni \'a"b\''],
+  ['a double quote is literal on the CLI, removed by the config parser', "check-sni 'a\"b'"],
   ['a single quote is literal on the CLI, removed by the config parser', 'check-sni "a\'b"'],
   ['"#" is literal on the CLI, a comment in the config', 'check-sni "a#b"'],
   ['"$" is literal on the CLI, an environment variable in the config', 'check-sni "a$HOME"'],
@@ -45,7 +55,10 @@ for (const [what, words] of METACHARACTERS) {
 test('the words of real server lines go to the CLI: an added member is a runtime step', () => {
   const plan = addWith('rise 2 fall 3 ssl verify required ca-file /var/lib/octavia/certs/lb/ca.pem sni req.hdr(host) alpn h2,http/1.1 check-sni a.example');
   assert.is(plan.reloadReason, null);
-  assert.equal(plan.steps.map((s) => s.kind), ['add']);
+  assert.equal(
+    plan.steps.map((s) => s.kind),
+    ['add'],
+  );
   for (const w of ['10.0.0.1:80', 'ipv4@10.0.0.1:80', 'unix@/run/x.sock', '2001:db8::1', '[2001:db8::1]:80', '5s', 'crc32c,ssl', 'name=v%20']) {
     assert.ok(isCliWord(w), w);
   }

@@ -19,7 +19,9 @@ import { validateSpec } from '../../agent/model/spec/validate.js';
 
 const LB = '7e4e5c6a-1111-4222-8333-444455556666';
 const CTX: PolicyContext = {
-  lbId: LB, basePath: '/var/lib/octavia', baseCertDir: '/var/lib/octavia/certs',
+  lbId: LB,
+  basePath: '/var/lib/octavia',
+  baseCertDir: '/var/lib/octavia/certs',
   protectedFiles: ['/etc/octavia/certs/server.pem', '/etc/octavia/certs/client_ca.pem', '/etc/octavia/amphora-agent.conf'],
 };
 const CERTS = `/var/lib/octavia/certs/${LB}`;
@@ -100,14 +102,29 @@ const cases: [string, Parameters<typeof config>[0], string, RegExp][] = [
   ['return file behind an escaped NUL', { frontend: [`    http-request return status 200 file /etc/sh\\x00adow`] }, 'http-request', /NUL/],
   ['program section', { tail: ['program evil', '    command /bin/sh -c id'] }, 'program', /not a section/],
   ['program section in quotes', { tail: ['"program" evil'] }, 'program', /not a section/],
-  ['http-request return file /etc/shadow', { frontend: [`    http-request return status 200 content-type text/plain file ${SHADOW}`] }, 'http-request return', /"return"/],
-  ['http-request return lf-file', { frontend: ['    http-request return status 200 lf-file /etc/octavia/amphora-agent.conf if TRUE'] }, 'http-request return', /"return"/],
+  [
+    'http-request return file /etc/shadow',
+    { frontend: [`    http-request return status 200 content-type text/plain file ${SHADOW}`] },
+    'http-request return',
+    /"return"/,
+  ],
+  [
+    'http-request return lf-file',
+    { frontend: ['    http-request return status 200 lf-file /etc/octavia/amphora-agent.conf if TRUE'] },
+    'http-request return',
+    /"return"/,
+  ],
   ['an admin stats socket on TCP', { global: ['    stats socket ipv4@203.0.113.10:9999 level admin'] }, 'stats socket', /only \/var\/lib\/octavia\//],
   ['a stats socket on ip:port', { global: ['    stats socket 203.0.113.10:9999 mode 666 level user'] }, 'stats socket', /listens on/],
   ['a stats socket elsewhere', { global: ['    stats socket /tmp/x.sock mode 666 level user'] }, 'stats socket', /listens on/],
   ['the master socket as stats socket', { global: [`    stats socket /var/lib/octavia/${LB}/master.sock mode 666 level user`] }, 'stats socket', /listens on/],
   ['the own stats socket at level admin', { global: [`    stats socket /var/lib/octavia/${LB}.sock mode 0666 level admin`] }, 'stats socket', /"admin"/],
-  ['the own stats socket with expose-fd', { global: [`    stats socket /var/lib/octavia/${LB}.sock mode 0666 level user expose-fd listeners`] }, 'stats socket', /more than/],
+  [
+    'the own stats socket with expose-fd',
+    { global: [`    stats socket /var/lib/octavia/${LB}.sock mode 0666 level user expose-fd listeners`] },
+    'stats socket',
+    /more than/,
+  ],
   ['stats admin', { frontend: ['    stats admin if TRUE'] }, 'stats admin', /not a keyword/],
   ['log to any address', { global: ['    log 198.51.100.1:514 local0'] }, 'log', /sends logs to/],
   ['log to stdout', { global: ['    log stdout format raw local0'] }, 'log', /sends logs to/],
@@ -138,13 +155,23 @@ const cases: [string, Parameters<typeof config>[0], string, RegExp][] = [
   ['lua-load', { global: ['    lua-load /tmp/x.lua'] }, 'lua-load', /not a keyword/],
   ['lua-load escaped', { global: ['    lua\\x2dload /tmp/x.lua'] }, 'lua-load', /not a keyword/],
   ['external-check command /bin/sh', { backend: ['    external-check command /bin/sh'] }, 'external-check command', /only Octavia's/],
-  ['external-check command with arguments', { backend: ['    external-check command /var/lib/octavia/ping-wrapper.sh -x'] }, 'external-check command', /more than/],
+  [
+    'external-check command with arguments',
+    { backend: ['    external-check command /var/lib/octavia/ping-wrapper.sh -x'] },
+    'external-check command',
+    /more than/,
+  ],
   ['external-check path', { backend: ['    external-check path /tmp'] }, 'external-check path', /"path"/],
   ['errorfile', { backend: [`    errorfile 503 ${SHADOW}`] }, 'errorfile', /not a keyword/],
   ['acl -f', { frontend: ['    acl k req.hdr(x) -f /etc/octavia/certs/server.pem'] }, 'acl', /flag "-f"/],
   ['acl -f after -m', { frontend: ['    acl k path -m str -f /etc/octavia/certs/server.pem'] }, 'acl', /flag "-f"/],
   ['acl value with an escaped newline', { frontend: ['    acl k path -m str "a\\nlua-load /x"'] }, 'acl', /control character/],
-  ['map converter', { backend: ['    http-request set-header X %[req.hdr(x),map_beg(/etc/octavia/certs/server.pem)]'] }, 'http-request set-header', /converter map_beg/],
+  [
+    'map converter',
+    { backend: ['    http-request set-header X %[req.hdr(x),map_beg(/etc/octavia/certs/server.pem)]'] },
+    'http-request set-header',
+    /converter map_beg/,
+  ],
   ['an unterminated %[', { backend: ['    http-request set-header X %[req.hdr(x)'] }, 'http-request set-header', /unterminated/],
   ['balance hdr()', { backend: ['    balance hdr(host)'] }, 'balance', /one of/],
   ['bind crt-list outside', { frontend: ['    bind 203.0.113.10:8443 ssl crt-list /etc/octavia/certs/server.pem'] }, 'bind', /outside/],
@@ -170,7 +197,12 @@ const cases: [string, Parameters<typeof config>[0], string, RegExp][] = [
   ['a timeout that is not a time', { frontend: ['    timeout client 5s;x'] }, 'timeout client', /<time>/],
   ['a header name with a space', { backend: ['    http-request set-header "X A" b'] }, 'http-request set-header', /<header>/],
   ['a cipher list with a space', { frontend: [`    bind 203.0.113.10:8443 ssl crt-list ${CERTS}/l.pem ciphers "A B"`] }, 'bind', /<ciphers>/],
-  ['an httpchk Host header with more headers', { backend: ['    option httpchk GET / "HTTP/1.1\\r\\nHost: a\\r\\nX: y"'] }, 'option httpchk', /<httpchk-version>/],
+  [
+    'an httpchk Host header with more headers',
+    { backend: ['    option httpchk GET / "HTTP/1.1\\r\\nHost: a\\r\\nX: y"'] },
+    'option httpchk',
+    /<httpchk-version>/,
+  ],
 ];
 for (const [name, extra, directive, reason] of cases) {
   test(`refused: ${name}`, () => {
@@ -186,7 +218,9 @@ for (const [name, extra, directive, reason] of cases) {
 }
 
 test('insecure-fork-wanted without the PING wrapper is refused, on its line', () => {
-  const c = config().replace('    external-check command /var/lib/octavia/ping-wrapper.sh\n', '').replace('    external-check\n', '')
+  const c = config()
+    .replace('    external-check command /var/lib/octavia/ping-wrapper.sh\n', '')
+    .replace('    external-check\n', '')
     .replace('    option external-check\n', '');
   const v = only(c);
   assert.is(v.directive, 'insecure-fork-wanted');
@@ -199,43 +233,69 @@ test('a line an escaped newline cannot hide: each physical line is read on its o
 });
 
 test('accepted: the syslog socket as unix@, a .sock in the LB dir, a protected file only refused by name', () => {
-  assert.equal(refused(config({
-    global: ['    log unix@/run/rsyslog/octavia/log local0', `    stats socket /var/lib/octavia/${LB}/extra.sock mode 0600 level user`],
-    frontend: ['    use_backend pool-1:listener-1 if rule-1 || !rule-2 or { path_end -m str .x }'],
-  })), []);
+  assert.equal(
+    refused(
+      config({
+        global: ['    log unix@/run/rsyslog/octavia/log local0', `    stats socket /var/lib/octavia/${LB}/extra.sock mode 0600 level user`],
+        frontend: ['    use_backend pool-1:listener-1 if rule-1 || !rule-2 or { path_end -m str .x }'],
+      }),
+    ),
+    [],
+  );
   assert.equal(refused(config({ backend: [`    server x 192.0.2.1:443 ssl ca-file ${CERTS}/agent.pem`] })), []);
-  const own = checkConfigPolicy(config({ backend: [`    server x 192.0.2.1:443 ssl ca-file ${CERTS}/agent.pem`] }), { ...CTX, protectedFiles: [`${CERTS}/agent.pem`] });
+  const own = checkConfigPolicy(config({ backend: [`    server x 192.0.2.1:443 ssl ca-file ${CERTS}/agent.pem`] }), {
+    ...CTX,
+    protectedFiles: [`${CERTS}/agent.pem`],
+  });
   assert.match(own[0]?.reason ?? '', /agent's own files/);
 });
 
 test('the files a config names are returned for the check on disk, with their kind', () => {
   const { files } = readConfigPolicy(config(), CTX);
-  assert.equal(files.map((f) => [f.directive, f.kind, f.path.replace(CERTS, 'C').replace(`/var/lib/octavia/${LB}`, 'L')]), [
-    ['server-state-file', 'file', 'L/servers-state'],
-    ['bind', 'crt-list', 'C/listener-1.pem'], ['bind', 'certificate', 'C/ca.pem'], ['bind', 'certificate', 'C/crl.pem'],
-    ['server', 'certificate', 'C/client.pem'], ['server', 'certificate', 'C/ca.pem'], ['server', 'certificate', 'C/crl.pem'],
-  ]);
+  assert.equal(
+    files.map((f) => [f.directive, f.kind, f.path.replace(CERTS, 'C').replace(`/var/lib/octavia/${LB}`, 'L')]),
+    [
+      ['server-state-file', 'file', 'L/servers-state'],
+      ['bind', 'crt-list', 'C/listener-1.pem'],
+      ['bind', 'certificate', 'C/ca.pem'],
+      ['bind', 'certificate', 'C/crl.pem'],
+      ['server', 'certificate', 'C/client.pem'],
+      ['server', 'certificate', 'C/ca.pem'],
+      ['server', 'certificate', 'C/crl.pem'],
+    ],
+  );
 });
 
 test('an operator extension allows more lines, options and fetches, and nothing else', () => {
-  const ext = parsePolicyExtension([
-    '# custom template lines',
-    'line frontend http-request set-header <header> <log-format>',
-    'server-option maxconn <int>',
-    'bind-option accept-proxy',
-    'fetch req.ver',
-    'converter lower',
-  ].join('\n'), 'ext.conf');
+  const ext = parsePolicyExtension(
+    [
+      '# custom template lines',
+      'line frontend http-request set-header <header> <log-format>',
+      'server-option maxconn <int>',
+      'bind-option accept-proxy',
+      'fetch req.ver',
+      'converter lower',
+    ].join('\n'),
+    'ext.conf',
+  );
   const extra = {
     frontend: ['    http-request set-header X-Ver %[req.ver,lower]', '    bind 203.0.113.10:81 accept-proxy'],
     backend: ['    server x 192.0.2.1:80 maxconn 10'],
   };
-  assert.equal(refused(config(extra)).map((x) => x.directive), ['http-request set-header', 'bind', 'server'], 'refused without the extension');
+  assert.equal(
+    refused(config(extra)).map((x) => x.directive),
+    ['http-request set-header', 'bind', 'server'],
+    'refused without the extension',
+  );
   assert.equal(checkConfigPolicy(config(extra), { ...CTX, allowExtension: ext }), []);
   const env = checkConfigPolicy(config({ frontend: ['    http-request set-header X %[env(HOME)]'] }), { ...CTX, allowExtension: ext });
   assert.match(env[0]?.reason ?? '', /env\(\)/);
   for (const bad of ['line frontend x <nope>', 'fetch env(', 'server-option a b c', 'allow everything']) {
-    assert.throws(() => parsePolicyExtension(bad, 'ext.conf'), (e: Error) => e instanceof PolicyExtensionError && /ext\.conf line 1/.test(e.message), bad);
+    assert.throws(
+      () => parsePolicyExtension(bad, 'ext.conf'),
+      (e: Error) => e instanceof PolicyExtensionError && /ext\.conf line 1/.test(e.message),
+      bad,
+    );
   }
 });
 
@@ -243,14 +303,19 @@ test('[amphora_agent] config_policy_extension names the file; it is read as writ
   assert.is(parseAgentConfig('').amphoraAgent.configPolicyExtension, null);
   const path = join(mkdtempSync(join(tmpdir(), 'policy-ext-')), 'extension.conf');
   assert.is(parseAgentConfig(`[amphora_agent]\nconfig_policy_extension = ${path}\n`).amphoraAgent.configPolicyExtension, path);
-  assert.throws(() => readPolicyExtension(path), (e: Error) => e instanceof PolicyExtensionError && e.message.includes(path));
+  assert.throws(
+    () => readPolicyExtension(path),
+    (e: Error) => e instanceof PolicyExtensionError && e.message.includes(path),
+  );
   writeFileSync(path, 'fetch req.ver\n');
   assert.equal(readPolicyExtension(path).fetches, ['req.ver']);
 });
 
 // The 2.0 renderer: no fixture, in any of its render modes, yields a refused directive.
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'specs');
-const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort();
+const fixtures = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 const otherDirs: RenderSettings = { ...DEFAULT_RENDER_SETTINGS, basePath: '/srv/amp', baseCertDir: '/srv/amp-certs' };
 
 test(`the 2.0 renderer never emits a refused directive (${fixtures.length} fixtures x 2 settings x 2 targets)`, () => {
@@ -278,10 +343,13 @@ test(`the 2.0 renderer never emits a refused directive (${fixtures.length} fixtu
 
 test('2.0 specs: the advisory newlines are refused by the schema; printable tricks render to nothing the policy refuses', () => {
   const spec = (value: string, url: string, ciphers = 'ECDHE-RSA-AES128-GCM-SHA256') => ({
-    id: 'lb-tricks', vip_address: '203.0.113.9',
+    id: 'lb-tricks',
+    vip_address: '203.0.113.9',
     listeners: [
       {
-        id: 'l', protocol: 'HTTP', protocol_port: 80,
+        id: 'l',
+        protocol: 'HTTP',
+        protocol_port: 80,
         default_pool: { id: 'p', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: '192.0.2.1', protocol_port: 80 }] },
         l7policies: [
           { id: 'p1', action: 'REDIRECT_TO_URL', redirect_url: url, rules: [{ id: 'r1', type: 'PATH', compare_type: 'STARTS_WITH', value }] },
@@ -300,11 +368,20 @@ test('2.0 specs: the advisory newlines are refused by the schema; printable tric
     assert.throws(() => validateSpec(spec(value, url, ciphers)), undefined, JSON.stringify([value, url, ciphers]));
   }
   const tricks = [
-    '/x lua-load /tmp/x.lua', '/x" lua-load "/tmp/x', "/x' program p '", '/x # program p', '/x\\ lua-load', '"$HOME"/x', '"$' + '{HOME}"',
-    `/x errorfile 503 /etc/octavia/certs/server.pem`, '/x\\x0alua-load /tmp/x', "'\\'' lua-load /x",
+    '/x lua-load /tmp/x.lua',
+    '/x" lua-load "/tmp/x',
+    "/x' program p '",
+    '/x # program p',
+    '/x\\ lua-load',
+    '"$HOME"/x',
+    '"$' + '{HOME}"',
+    `/x errorfile 503 /etc/octavia/certs/server.pem`,
+    '/x\\x0alua-load /tmp/x',
+    "'\\'' lua-load /x",
   ];
   for (const v of tricks) {
-    const cfg = renderLoadBalancer(validateSpec(spec(v, `https://x.test/${v.replace(/ /g, '')}`)), DEFAULT_RENDER_SETTINGS, { initStateAtStartup: false }).haproxyConfig!;
+    const cfg = renderLoadBalancer(validateSpec(spec(v, `https://x.test/${v.replace(/ /g, '')}`)), DEFAULT_RENDER_SETTINGS, { initStateAtStartup: false })
+      .haproxyConfig!;
     assert.equal(checkConfigPolicy(cfg, { ...CTX, lbId: 'lb-tricks' }), [], `${v}:\n${cfg}`);
   }
 });
@@ -313,10 +390,38 @@ test('a plain server line skips the full read only where the full read refuses n
   // A trailing comment changes nothing haproxy reads but forces the full read.
   const cfg = (line: string) => `global\n    insecure-fork-wanted\nbackend b\n${line}\n`;
   const words = [
-    'weight', '1', 'check', 'inter', '5s', 'backup', 'disabled', 'verify', 'none', 'ssl', 'sni', 'ssl_fc_sni',
+    'weight',
+    '1',
+    'check',
+    'inter',
+    '5s',
+    'backup',
+    'disabled',
+    'verify',
+    'none',
+    'ssl',
+    'sni',
+    'ssl_fc_sni',
     ...['crt', 'crt-list', 'ca-file', 'crl-file', 'key', 'ocsp', 'issuer', 'sctl', 'ca-verify-file', 'ca-sign-file'],
-    '-f', 'external-check', 'CRT', 'crtx', 'x-f', `${CERTS}/c.pem`, '/etc/passwd', 'map(/etc/x)', '"$HOME"', '$HOME',
-    "'q'", 'a\\ b', 'unix@/x', 'abns@x', 'fd@1', 'agent-check', 'addr', '10.0.0.9', '%ci',
+    '-f',
+    'external-check',
+    'CRT',
+    'crtx',
+    'x-f',
+    `${CERTS}/c.pem`,
+    '/etc/passwd',
+    'map(/etc/x)',
+    '"$HOME"',
+    '$HOME',
+    "'q'",
+    'a\\ b',
+    'unix@/x',
+    'abns@x',
+    'fd@1',
+    'agent-check',
+    'addr',
+    '10.0.0.9',
+    '%ci',
   ];
   const addresses = ['10.0.0.1:80', '[2001:db8::1]:80', '2001:db8::1:80', '/run/x.sock', 'unix@/x', 'fd@1', 'ipv4@10.0.0.1:80', 'abc:80'];
   let seed = 11;
@@ -332,18 +437,31 @@ test('a plain server line skips the full read only where the full read refuses n
     assert.equal(refused(cfg(line)), refused(cfg(`${line} # full read`)), line);
   }
   assert.ok(plain > 400 && plain < 3600, `plain lines: ${plain} of 4000`);
-  assert.ok(isPlainServerLine('    server 6b0b8a86-aa41-4c3b-8d8a-2b9d7f9e2c0d 10.0.1.5:8080 weight 1 check inter 5s fall 3 rise 2'), 'an Octavia member line is plain');
+  assert.ok(
+    isPlainServerLine('    server 6b0b8a86-aa41-4c3b-8d8a-2b9d7f9e2c0d 10.0.1.5:8080 weight 1 check inter 5s fall 3 rise 2'),
+    'an Octavia member line is plain',
+  );
 });
 
-
 test('a NUL in any form, or a raw control character, is refused on its line', () => {
-  for (const line of ['  prog\\x00ram x', 'program\\x00 x', '  http-request return status 200 file /etc/shad\\x00ow', 'global\x00', '  log\x0b127.0.0.1:514 local0', '  bind 10.0.0.5:80\r']) {
+  for (const line of [
+    '  prog\\x00ram x',
+    'program\\x00 x',
+    '  http-request return status 200 file /etc/shad\\x00ow',
+    'global\x00',
+    '  log\x0b127.0.0.1:514 local0',
+    '  bind 10.0.0.5:80\r',
+  ]) {
     const v = checkConfigPolicy(`global\n${line}\n`, CTX);
-    assert.equal(v.map((x) => x.line), [2], JSON.stringify(line));
+    assert.equal(
+      v.map((x) => x.line),
+      [2],
+      JSON.stringify(line),
+    );
   }
 });
 
-test('the server state file is the one Octavia names: not the load balancer\'s other files', () => {
+test("the server state file is the one Octavia names: not the load balancer's other files", () => {
   for (const name of ['master.sock', 'haproxy.cfg', 'applied.json', `../${LB}.pid`, '../certs/x.pem']) {
     const c = config().replace(`server-state-file /var/lib/octavia/${LB}/servers-state`, `server-state-file /var/lib/octavia/${LB}/${name}`);
     assert.match(only(c).reason, /the server state file is/, name);

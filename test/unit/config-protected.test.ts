@@ -77,12 +77,13 @@ test('every option agent-config.ts reads is classified, once', () => {
   // Record the keys parseAgentConfig looks up, on every section it reads.
   const read = new Set<string>();
   const parse = ini.parse;
-  const recording = (name: string, sec: Record<string, unknown>) => new Proxy(sec, {
-    get(target, key) {
-      if (typeof key === 'string') read.add(`${name} ${key}`);
-      return target[key as string];
-    },
-  });
+  const recording = (name: string, sec: Record<string, unknown>) =>
+    new Proxy(sec, {
+      get(target, key) {
+        if (typeof key === 'string') read.add(`${name} ${key}`);
+        return target[key as string];
+      },
+    });
   ini.parse = ((text: string) => {
     const doc = parse(text) as Record<string, Record<string, unknown>>;
     return new Proxy(doc, {
@@ -99,19 +100,39 @@ test('every option agent-config.ts reads is classified, once', () => {
   }
   const classified = OPTION_CLASSES.map((o) => `${o.section} ${o.key}`);
   assert.is(new Set(classified).size, classified.length, 'an option classified twice');
-  assert.equal([...read].filter((k) => !classified.includes(k)), [], 'read but not classified');
-  assert.equal(classified.filter((k) => !read.has(k)), [], 'classified but not read');
+  assert.equal(
+    [...read].filter((k) => !classified.includes(k)),
+    [],
+    'read but not classified',
+  );
+  assert.equal(
+    classified.filter((k) => !read.has(k)),
+    [],
+    'classified but not read',
+  );
 });
 
 test('the kept options: programs, secret, trust and written paths, the namespace, the process manager, the policy', () => {
   const keptOnes = OPTION_CLASSES.filter((o) => o.kept).map((o) => `[${o.section}] ${o.key}`);
   assert.equal(keptOnes.sort(), [
-    '[amphora_agent] agent_server_ca', '[amphora_agent] agent_server_cert', '[amphora_agent] agent_server_network_dir',
-    '[amphora_agent] config_policy', '[amphora_agent] config_policy_extension', '[amphora_agent] network_namespace', '[amphora_agent] process_manager',
-    '[amphora_agent] systemd_unit_dir', '[amphora_agent] user_group_file',
-    '[haproxy_amphora] base_cert_dir', '[haproxy_amphora] base_path', '[haproxy_amphora] haproxy_cmd', '[haproxy_amphora] user_log_format',
+    '[amphora_agent] agent_server_ca',
+    '[amphora_agent] agent_server_cert',
+    '[amphora_agent] agent_server_network_dir',
+    '[amphora_agent] config_policy',
+    '[amphora_agent] config_policy_extension',
+    '[amphora_agent] network_namespace',
+    '[amphora_agent] process_manager',
+    '[amphora_agent] systemd_unit_dir',
+    '[amphora_agent] user_group_file',
+    '[haproxy_amphora] base_cert_dir',
+    '[haproxy_amphora] base_path',
+    '[haproxy_amphora] haproxy_cmd',
+    '[haproxy_amphora] user_log_format',
   ]);
-  assert.ok(OPTION_CLASSES.every((o) => !o.kept || o.value), 'a kept option without its value to compare');
+  assert.ok(
+    OPTION_CLASSES.every((o) => !o.kept || o.value),
+    'a kept option without its value to compare',
+  );
 });
 
 test("the controller's file with the amphora's paths: nothing kept, the heartbeat options taken", () => {
@@ -150,18 +171,38 @@ test("a file that differs keeps the controller's lines, comments and order; only
   const sent = `# written by the controller\n${controllerFile({ agent_server_cert: '/tmp/evil', extra: 'config_policy = false' })}`;
   const m = keepAmphoraValues(OWN, sent);
   const dropped = ['agent_server_cert = /tmp/evil', 'config_policy = false'];
-  const added = ['agent_server_cert = /etc/octavia/certs/server.pem', 'process_manager = direct', 'network_namespace = amphora-haproxy',
-    'systemd_unit_dir = /usr/lib/systemd/system', 'config_policy_extension = /etc/octavia/policy-extension.conf'];
+  const added = [
+    'agent_server_cert = /etc/octavia/certs/server.pem',
+    'process_manager = direct',
+    'network_namespace = amphora-haproxy',
+    'systemd_unit_dir = /usr/lib/systemd/system',
+    'config_policy_extension = /etc/octavia/policy-extension.conf',
+  ];
   const expected = sent.split('\n').filter((l) => !dropped.includes(l));
-  assert.equal(m.text.split('\n').filter((l) => !added.includes(l)), expected);
+  assert.equal(
+    m.text.split('\n').filter((l) => !added.includes(l)),
+    expected,
+  );
   assert.is(m.text.indexOf('[amphora_agent]\nagent_server_cert = /etc/octavia/certs/server.pem\n'), m.text.indexOf('[amphora_agent]'));
 });
 
-test('every kept option repointed at once: all keep the amphora\'s values', () => {
+test("every kept option repointed at once: all keep the amphora's values", () => {
   const evil = {
-    base_path: '/tmp/x', base_cert_dir: '/tmp/x/c', haproxy_cmd: '/tmp/x/sh', agent_server_ca: '/tmp/x/ca', agent_server_cert: '/tmp/x/cert',
-    extra: ['agent_server_network_dir = /tmp/x/if', 'process_manager = systemd', 'network_namespace =', 'user_group_file = /tmp/x/ug',
-      'systemd_unit_dir = /etc/systemd/system', 'config_policy = off', 'config_policy_extension = /tmp/x/allow', 'config_policy_more = x'].join('\n'),
+    base_path: '/tmp/x',
+    base_cert_dir: '/tmp/x/c',
+    haproxy_cmd: '/tmp/x/sh',
+    agent_server_ca: '/tmp/x/ca',
+    agent_server_cert: '/tmp/x/cert',
+    extra: [
+      'agent_server_network_dir = /tmp/x/if',
+      'process_manager = systemd',
+      'network_namespace =',
+      'user_group_file = /tmp/x/ug',
+      'systemd_unit_dir = /etc/systemd/system',
+      'config_policy = off',
+      'config_policy_extension = /tmp/x/allow',
+      'config_policy_more = x',
+    ].join('\n'),
   };
   const sent = controllerFile(evil).replace(/^agent_server_network_dir = .*\n/m, '');
   const m = keepAmphoraValues(OWN, sent);
@@ -194,10 +235,12 @@ test('a different spelling of the same value is not a difference; an unparsable 
   assert.is(m.config.amphoraAgent.processManager, 'direct');
 });
 
-test('user_log_format: Octavia\'s default passes; escapes, quotes, comments, variables and control characters are refused', () => {
+test("user_log_format: Octavia's default passes; escapes, quotes, comments, variables and control characters are refused", () => {
   const format = (v: string) => parseAgentConfig(`[haproxy_amphora]\nuser_log_format = ${v}\n`).render.userLogFormat;
-  assert.is(format('{{ project_id }} {{ lb_id }} %f %ci %cp %t %{+Q}r %ST %B %U %[ssl_c_verify] %{+Q}[ssl_c_s_dn] %b %s %Tt %tsc'),
-    '{{ project_id }} {{ lb_id }} %f %ci %cp %t %{+Q}r %ST %B %U %[ssl_c_verify] %{+Q}[ssl_c_s_dn] %b %s %Tt %tsc');
+  assert.is(
+    format('{{ project_id }} {{ lb_id }} %f %ci %cp %t %{+Q}r %ST %B %U %[ssl_c_verify] %{+Q}[ssl_c_s_dn] %b %s %Tt %tsc'),
+    '{{ project_id }} {{ lb_id }} %f %ci %cp %t %{+Q}r %ST %B %U %[ssl_c_verify] %{+Q}[ssl_c_s_dn] %b %s %Tt %tsc',
+  );
   for (const bad of ['%ci\\x00', '%ci \\n program', '%ci"x', "%ci'x", '%ci \\# x', '%[str($HOME)]', '%ci\t%cp']) {
     assert.throws(() => format(bad), /user_log_format/, bad);
   }
@@ -214,14 +257,16 @@ test('bad values of the options the controller may change are still refused', ()
   assert.throws(() => keepAmphoraValues(OWN, controllerFile().replace('heartbeat_interval = 3', 'heartbeat_interval = x')), /heartbeat_interval/);
 });
 
-test('ConfigStore: the stored file keeps the amphora\'s values, and the next PUT compares with them', async () => {
+test("ConfigStore: the stored file keeps the amphora's values, and the next PUT compares with them", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'aat-protected-'));
   try {
     const path = join(dir, 'amphora-agent.conf');
     writeFileSync(path, OWN);
     const store = await ConfigStore.load(path);
     let seen = 0;
-    store.onChange(() => { seen += 1; });
+    store.onChange(() => {
+      seen += 1;
+    });
     const kept = await store.replace(controllerFile({ agent_server_cert: '/tmp/evil', extra: 'config_policy = false' }));
     assert.equal(kept, ['[amphora_agent] agent_server_cert', '[amphora_agent] config_policy']);
     assert.is(seen, 1);

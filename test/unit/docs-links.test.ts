@@ -15,8 +15,15 @@ import { fileURLToPath } from 'node:url';
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
 const DOCUMENTS = [
-  'README.md', 'CHANGELOG.md', 'image-build/README.md', 'test/README.md', 'bench/README.md',
-  ...readdirSync(join(REPO, 'docs')).filter((n) => n.endsWith('.md')).sort().map((n) => `docs/${n}`),
+  'README.md',
+  'CHANGELOG.md',
+  'image-build/README.md',
+  'test/README.md',
+  'bench/README.md',
+  ...readdirSync(join(REPO, 'docs'))
+    .filter((n) => n.endsWith('.md'))
+    .sort()
+    .map((n) => `docs/${n}`),
 ];
 
 /** Top-level folders a document names by their repository path. */
@@ -46,7 +53,10 @@ function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   const out = new Set<string>();
   for (const m of split(markdown).prose.matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
-    const base = m[1]!.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const base = m[1]!
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -88,14 +98,22 @@ function namedPaths(doc: string): string[] {
 const exists = (path: string) => [path, `${path}.ts`, `${path}.test.ts`].some((p) => existsSync(join(REPO, p)));
 
 test('every relative link points to a file of the repository, and to a heading there', () => {
-  const broken = DOCUMENTS.flatMap((doc) => links(doc).filter((l) => l.problem !== null).map((l) => `${doc}: (${l.target}) ${l.problem}`));
+  const broken = DOCUMENTS.flatMap((doc) =>
+    links(doc)
+      .filter((l) => l.problem !== null)
+      .map((l) => `${doc}: (${l.target}) ${l.problem}`),
+  );
   assert.equal(broken, []);
 });
 
 test('the README maps every document in docs/ and the OpenAPI document', () => {
   const readme = links('README.md').map((l) => l.target.split('#')[0]);
   const docs = DOCUMENTS.filter((d) => d.startsWith('docs/'));
-  assert.equal(docs.filter((d) => !readme.includes(d)), [], 'docs/ files the README does not map');
+  assert.equal(
+    docs.filter((d) => !readme.includes(d)),
+    [],
+    'docs/ files the README does not map',
+  );
   assert.ok(readme.includes('docs/openapi-2.0.json'));
 });
 
@@ -111,7 +129,10 @@ test('no path leads out of the repository', () => {
 
 test('every repository path named in code exists', () => {
   const named = DOCUMENTS.flatMap((doc) => namedPaths(doc).map((p) => ({ doc, p })));
-  assert.equal(named.filter(({ p }) => !exists(p)).map(({ doc, p }) => `${doc}: ${p}`), []);
+  assert.equal(
+    named.filter(({ p }) => !exists(p)).map(({ doc, p }) => `${doc}: ${p}`),
+    [],
+  );
   assert.ok(named.length >= 50, `only ${named.length} paths found: the pattern no longer matches the documents`);
 });
 

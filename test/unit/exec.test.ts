@@ -51,9 +51,15 @@ test('a process left behind with the pipes does not hold run() past a short grac
   assert.ok(Date.now() - started < 4500, `took ${Date.now() - started} ms`);
 });
 
-test('env is the whole environment of the command; without it, the agent\'s with C messages', async () => {
+test("env is the whole environment of the command; without it, the agent's with C messages", async () => {
   process.env.AAT_EXEC_PROBE = 'agent';
-  const names = (text: string) => text.trim().split('\n').map((l) => l.slice(0, l.indexOf('='))).filter((n) => n !== 'PWD').sort();
+  const names = (text: string) =>
+    text
+      .trim()
+      .split('\n')
+      .map((l) => l.slice(0, l.indexOf('=')))
+      .filter((n) => n !== 'PWD')
+      .sort();
   assert.equal(names((await run(['/usr/bin/env'], { env: haproxyEnvironment() })).stdout), ['LC_ALL', 'PATH']);
   const inherited = (await run(['/usr/bin/env'])).stdout;
   assert.match(inherited, /^AAT_EXEC_PROBE=agent$/m);

@@ -13,9 +13,18 @@ test('staged files stay invisible until commit, then all land with their mode', 
   const dir = scratch();
   try {
     writeFileSync(join(dir, 'haproxy.cfg'), 'old');
-    const staged = await stageFiles([{ path: [join(dir, 'haproxy.cfg'), join(dir, 'live.cfg')], data: 'new' }, { path: join(dir, 'spec.json'), data: '{}' }], 0o640);
+    const staged = await stageFiles(
+      [
+        { path: [join(dir, 'haproxy.cfg'), join(dir, 'live.cfg')], data: 'new' },
+        { path: join(dir, 'spec.json'), data: '{}' },
+      ],
+      0o640,
+    );
     assert.is(readFileSync(join(dir, 'haproxy.cfg'), 'utf8'), 'old');
-    assert.equal(readdirSync(dir).filter((n) => !n.startsWith('.')), ['haproxy.cfg']);
+    assert.equal(
+      readdirSync(dir).filter((n) => !n.startsWith('.')),
+      ['haproxy.cfg'],
+    );
     staged.commit();
     assert.equal(readdirSync(dir).sort(), ['haproxy.cfg', 'live.cfg', 'spec.json']);
     assert.is(readFileSync(join(dir, 'live.cfg'), 'utf8'), 'new');
@@ -42,8 +51,13 @@ test('a failed write rejects and leaves no temporary files', async () => {
   try {
     // The second file's temporary name is longer than a file name may be:
     // staging fails after the first temporary file exists.
-    await writeFilesAtomic([{ path: join(dir, 'a'), data: 'x' }, { path: join(dir, 'b'.repeat(240)), data: 'y' }])
-      .then(() => assert.unreachable('should reject'), (err: Error) => assert.match(err.message, /ENAMETOOLONG/));
+    await writeFilesAtomic([
+      { path: join(dir, 'a'), data: 'x' },
+      { path: join(dir, 'b'.repeat(240)), data: 'y' },
+    ]).then(
+      () => assert.unreachable('should reject'),
+      (err: Error) => assert.match(err.message, /ENAMETOOLONG/),
+    );
     assert.equal(readdirSync(dir), []);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -54,7 +68,10 @@ test('files of two directories land together', async () => {
   const dir = scratch();
   try {
     mkdirSync(join(dir, 'sub'));
-    await writeFilesAtomic([{ path: join(dir, 'a'), data: 'x' }, { path: join(dir, 'sub', 'b'), data: 'y' }]);
+    await writeFilesAtomic([
+      { path: join(dir, 'a'), data: 'x' },
+      { path: join(dir, 'sub', 'b'), data: 'y' },
+    ]);
     assert.equal(readdirSync(dir).sort(), ['a', 'sub']);
     assert.equal(readdirSync(join(dir, 'sub')), ['b']);
     assert.is(readFileSync(join(dir, 'sub', 'b'), 'utf8'), 'y');

@@ -52,7 +52,10 @@ backend p3:l1
 test('parse: sections by keyword and name, comments and blank lines dropped', () => {
   const cfg = parseHaproxyConfig(OCTAVIA);
   assert.equal([...cfg.keys()], ['global', 'defaults', 'peers lb1_peers', 'frontend l1', 'backend p1:l1', 'backend p2:l1', 'backend p3:l1']);
-  assert.equal(cfg.get('global')!.directives.map((d) => d.text), ['daemon', 'user nobody', 'maxconn 50000']);
+  assert.equal(
+    cfg.get('global')!.directives.map((d) => d.text),
+    ['daemon', 'user nobody', 'maxconn 50000'],
+  );
   const server = cfg.get('backend p1:l1')!.directives.find((d) => d.keyword === 'server')!.server!;
   assert.equal(server.name, 'm1');
   assert.equal(server.address, '10.0.0.5:80');
@@ -66,8 +69,7 @@ test('the same config compares equal to itself', () => {
 });
 
 test('whitespace runs, tabs, indents and comments do not matter', () => {
-  const ours = OCTAVIA
-    .replace('verify required  ciphers', 'verify required ciphers')
+  const ours = OCTAVIA.replace('verify required  ciphers', 'verify required ciphers')
     .replace('        acl r1 path', '\tacl   r1\tpath')
     .replace('    maxconn 50000\n\ndefaults', '    maxconn    50000   # sum of the listeners\n\n# defaults follow\ndefaults');
   assert.equal(diffConfigs(ours, OCTAVIA), [], formatDifferences(diffConfigs(ours, OCTAVIA)));
@@ -120,15 +122,14 @@ test('lines other than acl/http-request/redirect/use_backend/server may move', (
 
 test('a changed weight is a server-option difference', () => {
   const ours = OCTAVIA.replace('server m2 10.0.0.6:80 weight 1', 'server m2 10.0.0.6:80 weight 2');
-  assert.equal(diffConfigs(ours, OCTAVIA), [
-    { section: 'backend p1:l1', kind: 'server-option', detail: 'server m2: weight 2 (ours) vs weight 1 (theirs)' },
-  ]);
+  assert.equal(diffConfigs(ours, OCTAVIA), [{ section: 'backend p1:l1', kind: 'server-option', detail: 'server m2: weight 2 (ours) vs weight 1 (theirs)' }]);
 });
 
 test('missing and extra server options, a changed address and a missing server', () => {
-  const ours = OCTAVIA
-    .replace('server m1 10.0.0.5:80 weight 1 check inter 5s fall 3 rise 2 cookie m1', 'server m1 10.0.0.9:80 weight 1 check inter 5s fall 3 rise 2 backup')
-    .replace('    server m2 10.0.0.6:80 weight 1 check inter 5s fall 3 rise 2 cookie m2\n', '');
+  const ours = OCTAVIA.replace(
+    'server m1 10.0.0.5:80 weight 1 check inter 5s fall 3 rise 2 cookie m1',
+    'server m1 10.0.0.9:80 weight 1 check inter 5s fall 3 rise 2 backup',
+  ).replace('    server m2 10.0.0.6:80 weight 1 check inter 5s fall 3 rise 2 cookie m2\n', '');
   assert.equal(diffConfigs(ours, OCTAVIA), [
     { section: 'backend p1:l1', kind: 'missing-line', detail: 'server m2 10.0.0.6:80 weight 1 check inter 5s fall 3 rise 2 cookie m2' },
     { section: 'backend p1:l1', kind: 'server-option', detail: 'server m1: address 10.0.0.9:80 (ours) vs 10.0.0.5:80 (theirs)' },
@@ -147,18 +148,26 @@ test('a missing backend and an extra one are section differences', () => {
 });
 
 test('reordered use_backend lines are an order difference', () => {
-  const ours = OCTAVIA
-    .replace('    use_backend p2:l1 if r1\n', '')
-    .replace('    use_backend p3:l1 if r2\n', '    use_backend p3:l1 if r2\n    use_backend p2:l1 if r1\n');
+  const ours = OCTAVIA.replace('    use_backend p2:l1 if r1\n', '').replace(
+    '    use_backend p3:l1 if r2\n',
+    '    use_backend p3:l1 if r2\n    use_backend p2:l1 if r1\n',
+  );
   assert.equal(diffConfigs(ours, OCTAVIA), [
-    { section: 'frontend l1', kind: 'order', detail: 'use_backend lines in another order: #1 is "use_backend p3:l1 if r2" in ours, "use_backend p2:l1 if r1" in theirs' },
+    {
+      section: 'frontend l1',
+      kind: 'order',
+      detail: 'use_backend lines in another order: #1 is "use_backend p3:l1 if r2" in ours, "use_backend p2:l1 if r1" in theirs',
+    },
   ]);
 });
 
 test('reordered servers are an order difference', () => {
   const m1 = '    server m1 10.0.0.5:80 weight 1 check inter 5s fall 3 rise 2 cookie m1\n';
   const ours = OCTAVIA.replace(m1, '').replace('cookie m2\n', `cookie m2\n${m1}`);
-  assert.equal(diffConfigs(ours, OCTAVIA).map((d) => d.kind), ['order']);
+  assert.equal(
+    diffConfigs(ours, OCTAVIA).map((d) => d.kind),
+    ['order'],
+  );
 });
 
 test('lines of different ordered keywords may interleave differently', () => {

@@ -30,28 +30,74 @@ test('message v3: listener deltas (conns absolute), pool status, members with we
 });
 
 // Rows as `show stat` prints them, with the check_status column.
-const admitting = (members: [string, string, string][], backend: string) => parseShowStat([
-  '# pxname,svname,status,weight,check_status',
-  ...members.map(([name, status, check]) => `p1:l1,${name},${status},1,${check}`),
-  `p1:l1,BACKEND,${backend},1,`,
-].join('\n'));
+const admitting = (members: [string, string, string][], backend: string) =>
+  parseShowStat(
+    [
+      '# pxname,svname,status,weight,check_status',
+      ...members.map(([name, status, check]) => `p1:l1,${name},${status},1,${check}`),
+      `p1:l1,BACKEND,${backend},1,`,
+    ].join('\n'),
+  );
 
 test('members being admitted: RESTARTING (Octavia keeps their status) until a check fails, then DOWN', () => {
-  const rows = withAdmissionReported(admitting([
-    ['up', 'UP', 'L7OK'], ['first', 'DOWN', 'INI'], ['rising', 'DOWN 1/3', 'L7OK'], ['running', 'DOWN', '* L4OK'],
-    ['failed', 'DOWN', 'L7STS'], ['held', 'MAINT', 'INI'], ['held-failed', 'MAINT', 'L4CON'], ['disabled', 'MAINT', 'INI'],
-  ], 'UP'), [{ backend: 'p1:l1', server: 'held' }, { backend: 'p1:l1', server: 'held-failed' }]);
+  const rows = withAdmissionReported(
+    admitting(
+      [
+        ['up', 'UP', 'L7OK'],
+        ['first', 'DOWN', 'INI'],
+        ['rising', 'DOWN 1/3', 'L7OK'],
+        ['running', 'DOWN', '* L4OK'],
+        ['failed', 'DOWN', 'L7STS'],
+        ['held', 'MAINT', 'INI'],
+        ['held-failed', 'MAINT', 'L4CON'],
+        ['disabled', 'MAINT', 'INI'],
+      ],
+      'UP',
+    ),
+    [
+      { backend: 'p1:l1', server: 'held' },
+      { backend: 'p1:l1', server: 'held-failed' },
+    ],
+  );
   const { message } = buildHeartbeat('amp', 0, rows, {});
-  assert.equal(message.pools['p1:l1'], { status: 'UP', members: {
-    up: 'UP', first: AWAITING_CHECK, rising: AWAITING_CHECK, running: AWAITING_CHECK,
-    failed: 'DOWN', held: AWAITING_CHECK, 'held-failed': 'DOWN', disabled: 'MAINT',
-  } });
+  assert.equal(message.pools['p1:l1'], {
+    status: 'UP',
+    members: {
+      up: 'UP',
+      first: AWAITING_CHECK,
+      rising: AWAITING_CHECK,
+      running: AWAITING_CHECK,
+      failed: 'DOWN',
+      held: AWAITING_CHECK,
+      'held-failed': 'DOWN',
+      disabled: 'MAINT',
+    },
+  });
 });
 
 test('a pool down only because its members are being admitted is left out of the heartbeat; one with a failed member is not', () => {
-  const only = withAdmissionReported(admitting([['a', 'DOWN', 'INI'], ['b', 'DOWN 1/2', 'L7OK'], ['off', 'MAINT', 'INI']], 'DOWN'), []);
+  const only = withAdmissionReported(
+    admitting(
+      [
+        ['a', 'DOWN', 'INI'],
+        ['b', 'DOWN 1/2', 'L7OK'],
+        ['off', 'MAINT', 'INI'],
+      ],
+      'DOWN',
+    ),
+    [],
+  );
   assert.equal(buildHeartbeat('amp', 0, only, {}).message.pools, {});
-  const failed = withAdmissionReported(admitting([['a', 'DOWN', 'INI'], ['b', 'DOWN', 'L4TOUT']], 'DOWN'), []);
+  const failed = withAdmissionReported(
+    admitting(
+      [
+        ['a', 'DOWN', 'INI'],
+        ['b', 'DOWN', 'L4TOUT'],
+      ],
+      'DOWN',
+    ),
+    [],
+  );
   assert.equal(buildHeartbeat('amp', 0, failed, {}).message.pools, { 'p1:l1': { status: 'DOWN', members: { a: AWAITING_CHECK, b: 'DOWN' } } });
   const disabled = withAdmissionReported(admitting([['off', 'MAINT', 'INI']], 'DOWN'), []);
   assert.equal(buildHeartbeat('amp', 0, disabled, {}).message.pools, { 'p1:l1': { status: 'DOWN', members: { off: 'MAINT' } } });
@@ -75,7 +121,13 @@ test('envelope: zlib level 9 + 64 hex chars of HMAC-SHA256; a wrong key fails', 
 test('5,000 members with UUID ids do not fit one datagram: the largest pools lose their member statuses, listeners stay', async () => {
   const members: Record<string, string> = {};
   for (let i = 0; i < 5000; i++) members[randomUUID()] = 'UP';
-  const msg = { id: 'amp', seq: 0, ver: 3, listeners: { l1: { status: 'OPEN' } }, pools: { 'big:l1': { status: 'UP', members }, 'small:l1': { status: 'UP', members: { m: 'UP' } } } };
+  const msg = {
+    id: 'amp',
+    seq: 0,
+    ver: 3,
+    listeners: { l1: { status: 'OPEN' } },
+    pools: { 'big:l1': { status: 'UP', members }, 'small:l1': { status: 'UP', members: { m: 'UP' } } },
+  };
   assert.ok((await encodeHeartbeat(msg, 'k')).length > MAX_DATAGRAM);
   const fitted = await encodeToFit(msg, 'k', MAX_DATAGRAM);
   assert.ok(fitted.datagram.length <= MAX_DATAGRAM);

@@ -22,11 +22,28 @@ test('the reserved names come from the layout: vrrp, lvs, and base_cert_dir wher
 
 const ACCEPTED = ['0e6b7a38-2f87-4c6b-9f64-3bf8c1e5a0d2', 'lb-quickstart', 'amp-1', 'lb1', 'x'.repeat(64)];
 const REFUSED: [string, RegExp][] = [
-  ['certs', /directory or file of its own/], ['vrrp', /of its own/], ['lvs', /of its own/],
-  ['.', /lowercase UUID or slug/], ['..', /slug/], ['a\u0000b', /slug/], ['a/b', /slug/], ['..%2F..', /slug/], ['a%2Fb', /slug/],
-  ['0E6B7A38-2F87-4C6B-9F64-3BF8C1E5A0D2', /slug/], ['Lb-Web', /slug/], ['lb.sock', /slug/], ['nftables-vip.rules', /slug/],
-  ['haproxy-default-user-group.conf', /slug/], ['plugged_interfaces', /slug/], ['.probe', /slug/], ['-rf', /slug/], ['', /slug/],
-  ['x'.repeat(65), /slug/], ['lb\n1', /slug/], ['lb 1', /slug/], ['lb:1', /slug/],
+  ['certs', /directory or file of its own/],
+  ['vrrp', /of its own/],
+  ['lvs', /of its own/],
+  ['.', /lowercase UUID or slug/],
+  ['..', /slug/],
+  ['a\u0000b', /slug/],
+  ['a/b', /slug/],
+  ['..%2F..', /slug/],
+  ['a%2Fb', /slug/],
+  ['0E6B7A38-2F87-4C6B-9F64-3BF8C1E5A0D2', /slug/],
+  ['Lb-Web', /slug/],
+  ['lb.sock', /slug/],
+  ['nftables-vip.rules', /slug/],
+  ['haproxy-default-user-group.conf', /slug/],
+  ['plugged_interfaces', /slug/],
+  ['.probe', /slug/],
+  ['-rf', /slug/],
+  ['', /slug/],
+  ['x'.repeat(65), /slug/],
+  ['lb\n1', /slug/],
+  ['lb 1', /slug/],
+  ['lb:1', /slug/],
 ];
 
 test('ids: lowercase UUIDs and slugs up to 64 characters', () => {

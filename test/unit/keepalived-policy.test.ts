@@ -149,7 +149,7 @@ function refused(kind: 'vrrp' | 'lvs', text: string, where: number | string, dir
   if (reason) assert.match(v!.reason, reason);
 }
 
-test('Octavia\'s VRRP and LVS configs pass, and so does the VRRP config the agent runs (with its track file)', () => {
+test("Octavia's VRRP and LVS configs pass, and so does the VRRP config the agent runs (with its track file)", () => {
   assert.equal(vrrp(VRRP), []);
   assert.equal(vrrp(VRRP.replace('    state MASTER\n', '')), []);
   assert.equal(lvs(LVS), []);
@@ -157,7 +157,7 @@ test('Octavia\'s VRRP and LVS configs pass, and so does the VRRP config the agen
   assert.equal(checkKeepalivedConfig(LVS.replace(/\/var\/lib\/octavia/g, '/srv/amp'), 'lvs', { ...CTX, basePath: '/srv/amp' }), []);
 });
 
-test('the agent\'s own LVS render passes for every fixture with UDP or SCTP listeners, in its namespace or none', () => {
+test("the agent's own LVS render passes for every fixture with UDP or SCTP listeners, in its namespace or none", () => {
   const dir = join(process.cwd(), 'test', 'fixtures', 'specs');
   let configs = 0;
   for (const f of readdirSync(dir).filter((n) => n.endsWith('.json'))) {
@@ -187,7 +187,7 @@ test('vrrp_script runs only the check script at <base_path>/vrrp/check_script.sh
   refused('vrrp', vrrpWith(5, '    rise 2', '    timeout 1'), 6, 'timeout');
 });
 
-test('notify hooks, global_defs and script security settings are no template\'s: refused', () => {
+test("notify hooks, global_defs and script security settings are no template's: refused", () => {
   for (const hook of ['notify', 'notify_master', 'notify_backup', 'notify_fault', 'notify_stop', 'notify_deleted', 'notify_master_rx_lower_pri']) {
     refused('vrrp', vrrpWith(9, '    state MASTER', `    ${hook} /var/lib/octavia/vrrp/check_script.sh`), 10, hook, /not a keyword/);
   }
@@ -242,7 +242,7 @@ test('escapes, second quotes, NUL, control and non-ASCII characters, long lines:
   refused('vrrp', vrrpWith(2, '    script "/var/lib/octavia/vrrp/check_script.sh'), 2, 'script', /quote is not closed/);
 });
 
-test('braces: only at the end of a keyword\'s line or alone; keepalived splits lines at them', () => {
+test("braces: only at the end of a keyword's line or alone; keepalived splits lines at them", () => {
   refused('vrrp', vrrpWith(6, '} vrrp_script evil { script /tmp/marker.sh'), 6, '}', /splits lines at braces/);
   refused('vrrp', vrrpWith(2, '    script /var/lib/octavia/vrrp/check_script.sh } vrrp_script e { script /tmp/m'), 2, 'script');
   refused('lvs', LVS.replace('misc_path "/var/lib/octavia/lvs/check/udp_check.sh 192.0.2.101 53"', 'misc_path "{ /tmp/x }"'), 'misc_path', 'misc_path');
@@ -261,10 +261,20 @@ test('comments and quotes read as keepalived reads them', () => {
   refused('vrrp', vrrpWith(2, '    script "/tmp/x#" /var/lib/octavia/vrrp/check_script.sh'), 2, 'script');
   refused('vrrp', vrrpWith(2, '    "notify" /tmp/x'), 2, 'notify');
   const r = readKeepalivedConfig('a "b c" "" # e\n  x {\n}\n! y\n');
-  assert.equal(r.statements.map((s) => [s.line, s.words, s.opens, s.closes]), [[1, ['a', 'b c', ''], false, false], [2, ['x'], true, false], [3, [], false, true]]);
+  assert.equal(
+    r.statements.map((s) => [s.line, s.words, s.opens, s.closes]),
+    [
+      [1, ['a', 'b c', ''], false, false],
+      [2, ['x'], true, false],
+      [3, [], false, true],
+    ],
+  );
   assert.equal(r.unreadable, []);
   // keepalived ends a word at a quote: `"b c"d` is two words there.
-  assert.equal(readKeepalivedConfig('a "b c"d\n').unreadable.map((v) => v.line), [1]);
+  assert.equal(
+    readKeepalivedConfig('a "b c"d\n').unreadable.map((v) => v.line),
+    [1],
+  );
 });
 
 test('each upload has its own keywords, values of their shape, and namespaces from the list', () => {

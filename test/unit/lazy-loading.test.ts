@@ -37,7 +37,10 @@ test('haproxy-vrrp-check, help and openapi load none of the heavy packages', () 
 
 test('interface loads no renderer, schema compiler, metrics or web framework', () => {
   // It fails (no such config file) after loading its modules: the imports are what counts.
-  assert.equal(loaded([MAIN, 'interface', 'up', 'eth9', '--config-file', '/nonexistent.conf']).filter((n) => n !== 'pino'), []);
+  assert.equal(
+    loaded([MAIN, 'interface', 'up', 'eth9', '--config-file', '/nonexistent.conf']).filter((n) => n !== 'pino'),
+    [],
+  );
 });
 
 test('serve loads express and pino, not the schema compiler, the renderer or the metrics registry', () => {

@@ -7,24 +7,26 @@ import { translateLegacyHttpchk } from '../../agent/haproxy/config/legacy-httpch
 const V10 = String.raw`    option httpchk HEAD /status?full=1 HTTP/1.0\r\n`;
 const HOST11 = String.raw`    option httpchk POST /check HTTP/1.1\r\nHost:\ health.example.test`;
 
-const backend = (check: string) => [
-  'backend pool-1:listener-1',
-  '    mode http',
-  '    balance roundrobin',
-  check,
-  '    http-check expect rstatus 200',
-  '    server m1 10.0.0.1:80 weight 1 check inter 1s fall 2 rise 2',
-  '',
-].join('\n');
+const backend = (check: string) =>
+  [
+    'backend pool-1:listener-1',
+    '    mode http',
+    '    balance roundrobin',
+    check,
+    '    http-check expect rstatus 200',
+    '    server m1 10.0.0.1:80 weight 1 check inter 1s fall 2 rise 2',
+    '',
+  ].join('\n');
 
 test('HTTP/1.0 with an empty header block: option httpchk + http-check send meth/uri/ver', () => {
-  assert.is(translateLegacyHttpchk(backend(V10)), backend(
-    '    option httpchk\n    http-check send meth HEAD uri /status?full=1 ver HTTP/1.0'));
+  assert.is(translateLegacyHttpchk(backend(V10)), backend('    option httpchk\n    http-check send meth HEAD uri /status?full=1 ver HTTP/1.0'));
 });
 
 test('HTTP/1.1 with Host: the header goes to hdr, as Octavia 17+ sends it', () => {
-  assert.is(translateLegacyHttpchk(backend(HOST11)), backend(
-    '    option httpchk\n    http-check send meth POST uri /check ver HTTP/1.1 hdr Host health.example.test'));
+  assert.is(
+    translateLegacyHttpchk(backend(HOST11)),
+    backend('    option httpchk\n    http-check send meth POST uri /check ver HTTP/1.1 hdr Host health.example.test'),
+  );
 });
 
 test('every other line stays byte for byte; a trailing comment stays on the option line', () => {
@@ -39,8 +41,22 @@ test('several headers, a body, spaces and percent signs read back as the same re
   const [opt, send] = translateLegacyHttpchk(line).split('\n');
   assert.equal(tokenizeLine(opt!).words, ['option', 'httpchk']);
   assert.equal(tokenizeLine(send!).words, [
-    'http-check', 'send', 'meth', 'GET', 'uri', '/a b', 'ver', 'HTTP/1.1',
-    'hdr', 'Host', 'a.test', 'hdr', 'X-Ratio', '50%% off', 'body', '{"k":1}',
+    'http-check',
+    'send',
+    'meth',
+    'GET',
+    'uri',
+    '/a b',
+    'ver',
+    'HTTP/1.1',
+    'hdr',
+    'Host',
+    'a.test',
+    'hdr',
+    'X-Ratio',
+    '50%% off',
+    'body',
+    '{"k":1}',
   ]);
 });
 

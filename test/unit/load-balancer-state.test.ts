@@ -89,7 +89,10 @@ test('delete: a new state knows nothing, a held config is never written, other l
     state.validated('accepted', { runnable: 'accepted', config: readConfig('') });
     state.deferred.hold(EditedConfig.of('held'), [state.files.config], state.files.configBehind);
     states.get('other').ran('other config');
-    assert.equal(states.where((s) => s.deferred.config !== null), ['lb']);
+    assert.equal(
+      states.where((s) => s.deferred.config !== null),
+      ['lb'],
+    );
 
     states.delete('lb');
     const fresh = states.get('lb');
@@ -101,9 +104,12 @@ test('delete: a new state knows nothing, a held config is never written, other l
     assert.not.ok(fresh.pending);
     assert.is(fresh.takeReading(), null);
     assert.is(fresh.restarts.state(0).restartsInARow, 0);
-    assert.equal(states.where((s) => s.deferred.config !== null), []);
+    assert.equal(
+      states.where((s) => s.deferred.config !== null),
+      [],
+    );
     await sleep(60);
-    assert.equal(due, [], 'the held config\'s timer was stopped');
+    assert.equal(due, [], "the held config's timer was stopped");
     assert.ok(states.get('other').runs('other config'));
   } finally {
     done();

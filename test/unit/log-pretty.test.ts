@@ -5,7 +5,7 @@ import { prettyLine } from '../../agent/log.js';
 
 const at = Date.UTC(2026, 11, 7, 16, 5, 9, 42);
 
-test('time, level, [module] and message first; pino\'s own name, pid and hostname left out', () => {
+test("time, level, [module] and message first; pino's own name, pid and hostname left out", () => {
   const line = prettyLine(JSON.stringify({ level: 30, time: at, pid: 7, hostname: 'amp', name: 'amphora-agent', module: 'heartbeat', msg: 'sent' }));
   assert.is(line, '16:05:09.042 INFO [heartbeat] sent\n');
 });

@@ -19,7 +19,12 @@ test('SR-IOV: masquerade only, TCP stays tracked for the VIP firewall', () => {
 });
 
 test('removal drops both tables and defines none', () => {
-  assert.is(masqueradeRuleset('eth1', [], false).split('\n').filter((l) => l.startsWith('table') && !l.endsWith('{}')).length, 0);
+  assert.is(
+    masqueradeRuleset('eth1', [], false)
+      .split('\n')
+      .filter((l) => l.startsWith('table') && !l.endsWith('{}')).length,
+    0,
+  );
 });
 
 test.run();

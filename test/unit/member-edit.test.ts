@@ -19,7 +19,8 @@ import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../../age
 import { type SpecError, validateMember, validateSpec } from '../../agent/model/spec/validate.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../test/fixtures/specs/', import.meta.url));
-const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json'))
+const fixtures = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.json'))
   .map((f) => ({ name: f, spec: () => validateSpec(JSON.parse(readFileSync(join(FIXTURES, f), 'utf8'))) }));
 
 for (const initStateAtStartup of [true, false]) {
@@ -35,7 +36,15 @@ for (const initStateAtStartup of [true, false]) {
       if (base === null) continue;
       for (const pool of poolsById(spec).values()) {
         if (LVS_PROTOCOLS.includes(pool.protocol)) continue;
-        const added: MemberSpec = { id: 'new-1', address: '198.51.100.77', protocol_port: 8443, weight: 3, admin_state_up: true, backup: false, monitor_port: 9000 };
+        const added: MemberSpec = {
+          id: 'new-1',
+          address: '198.51.100.77',
+          protocol_port: 8443,
+          weight: 3,
+          admin_state_up: true,
+          backup: false,
+          monitor_port: 9000,
+        };
         const cases: [string, MemberSpec | null, MemberSpec | undefined][] = [['add', added, undefined]];
         for (const m of pool.members) {
           cases.push(['change', { ...m, weight: m.weight === 7 ? 8 : 7, admin_state_up: !m.admin_state_up }, m], ['remove', null, m]);
@@ -64,16 +73,31 @@ for (const initStateAtStartup of [true, false]) {
       for (const pool of poolsById(spec).values()) {
         if (LVS_PROTOCOLS.includes(pool.protocol) || pool.members.length === 0) continue;
         const first = pool.members[0]!;
-        const fresh = (n: number): MemberSpec => ({ id: `new-${n}`, address: `198.51.100.${n}`, protocol_port: 8443, weight: n, admin_state_up: true, backup: false });
+        const fresh = (n: number): MemberSpec => ({
+          id: `new-${n}`,
+          address: `198.51.100.${n}`,
+          protocol_port: 8443,
+          weight: n,
+          admin_state_up: true,
+          backup: false,
+        });
         // Replace in place, append, remove, remove and add again (it goes last), change an appended one.
         const calls: [string, MemberSpec | null][] = [
-          [first.id, { ...first, weight: first.weight === 9 ? 10 : 9 }], ['new-1', fresh(1)], ['new-2', fresh(2)],
-          [first.id, null], ['new-1', null], [first.id, first], ['new-2', { ...fresh(2), admin_state_up: false }], ['new-1', fresh(1)],
+          [first.id, { ...first, weight: first.weight === 9 ? 10 : 9 }],
+          ['new-1', fresh(1)],
+          ['new-2', fresh(2)],
+          [first.id, null],
+          ['new-1', null],
+          [first.id, first],
+          ['new-2', { ...fresh(2), admin_state_up: false }],
+          ['new-1', fresh(1)],
         ];
         let config = EditedConfig.of(base);
         const seen: string[] = [];
         for (const [id, member] of calls) {
-          const was = poolsById(spec).get(pool.id)!.members.find((m) => m.id === id);
+          const was = poolsById(spec)
+            .get(pool.id)!
+            .members.find((m) => m.id === id);
           const after = withMember(spec, pool.id, id, member);
           const newLines = member ? lines(after, pool.id, member) : null;
           const backends = [...(newLines ?? lines(spec, pool.id, was!)).keys()];
@@ -126,8 +150,22 @@ test('ETag kept up by member calls (replace, append, remove anywhere) = ETag cou
   const pool = spec.pools.find((p) => p.id === 'p-shared')!;
   const ids = pool.members.map((m) => m.id);
   // Each id its own address: a pool may not have two members on one address and port.
-  const member = (id: string, weight: number): MemberSpec => ({ id, address: `192.0.2.${90 + id.length + Number(id.slice(1))}`, protocol_port: 8080, weight, admin_state_up: true, backup: false });
-  const calls: [string, MemberSpec | null][] = [['m9', member('m9', 2)], [ids[0]!, member(ids[0]!, 7)], ['m9', member('m9', 3)], [ids[0]!, null], ['m9', null], ['m10', member('m10', 1)]];
+  const member = (id: string, weight: number): MemberSpec => ({
+    id,
+    address: `192.0.2.${90 + id.length + Number(id.slice(1))}`,
+    protocol_port: 8080,
+    weight,
+    admin_state_up: true,
+    backup: false,
+  });
+  const calls: [string, MemberSpec | null][] = [
+    ['m9', member('m9', 2)],
+    [ids[0]!, member(ids[0]!, 7)],
+    ['m9', member('m9', 3)],
+    [ids[0]!, null],
+    ['m9', null],
+    ['m10', member('m10', 1)],
+  ];
   for (const [id, m] of calls) {
     const next = withMember(spec, 'p-shared', id, m);
     assert.is(specEtag(next, spec), fresh(next), `after ${id} ${m ? 'put' : 'removed'}`);
@@ -162,7 +200,7 @@ test('the journal replays to the spec the member calls made', async () => {
   assert.is(read!.stored.etag, specEtag(validateSpec(JSON.parse(JSON.stringify(stored.spec)))));
 });
 
-test('a member is validated on its own, with its pool\'s rules', () => {
+test("a member is validated on its own, with its pool's rules", () => {
   const pool = poolsById(fixtures.find((f) => f.name === 'shared-pool.json')!.spec()).get('p-shared')!;
   const problems = (doc: unknown, id = 'm9') => {
     try {
@@ -174,7 +212,12 @@ test('a member is validated on its own, with its pool\'s rules', () => {
   };
   assert.equal(problems({ address: '192.0.2.99', protocol_port: 80 }), []);
   assert.equal(validateMember({ address: '192.0.2.99', protocol_port: 80 }, 'm9', pool), {
-    id: 'm9', address: '192.0.2.99', protocol_port: 80, weight: 1, admin_state_up: true, backup: false,
+    id: 'm9',
+    address: '192.0.2.99',
+    protocol_port: 80,
+    weight: 1,
+    admin_state_up: true,
+    backup: false,
   });
   assert.match(problems({ address: '192.0.2.99', protocol_port: 80, weight: 999 }).join(), /weight: must be <= 256/);
   assert.match(problems({ protocol_port: 80 }).join(), /address: is required/);

@@ -28,7 +28,10 @@ test('plug vip, plug network and interface up refuse without a namespace, before
     bringInterfaces(settings, 'up', 'all'),
   ];
   for (const r of refusals) {
-    const err = await r.then(() => null, (e: unknown) => e);
+    const err = await r.then(
+      () => null,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof NoNamespaceError, String(err));
   }
   assert.is(amphoraNamespace(networkSettings(parseAgentConfig(''))), 'amphora-haproxy');
@@ -45,17 +48,26 @@ test('API 1.0 answers the refusal with 409 and says which option to set; API 2.0
 
 test("an LVS config names the namespace keepalived enters, and none when it runs in the agent's", () => {
   const spec = validateSpec({
-    id: 'lb', vip_address: '203.0.113.1',
-    listeners: [{ id: 'u', protocol: 'UDP', protocol_port: 53, default_pool: { id: 'p', protocol: 'UDP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: '192.0.2.1', protocol_port: 53 }] } }],
+    id: 'lb',
+    vip_address: '203.0.113.1',
+    listeners: [
+      {
+        id: 'u',
+        protocol: 'UDP',
+        protocol_port: 53,
+        default_pool: { id: 'p', protocol: 'UDP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'm', address: '192.0.2.1', protocol_port: 53 }] },
+      },
+    ],
   });
-  const lvs = (networkNamespace: string | null) => renderLoadBalancer(spec, { ...DEFAULT_RENDER_SETTINGS, networkNamespace }, { initStateAtStartup: true }).lvsConfigs[0]!.content;
+  const lvs = (networkNamespace: string | null) =>
+    renderLoadBalancer(spec, { ...DEFAULT_RENDER_SETTINGS, networkNamespace }, { initStateAtStartup: true }).lvsConfigs[0]!.content;
   assert.match(lvs('amphora-haproxy'), /^net_namespace amphora-haproxy$/m);
   const own = lvs(null);
   assert.not.match(own, /net_namespace/);
   assert.is(own, lvs('amphora-haproxy').replace('net_namespace amphora-haproxy\n', ''), 'only that line differs');
 });
 
-test('a load balancer\'s certificates are in <base_cert_dir>/<lb_id>', () => {
+test("a load balancer's certificates are in <base_cert_dir>/<lb_id>", () => {
   assert.is(certificateDir('/var/lib/octavia/certs', 'lb-1'), '/var/lib/octavia/certs/lb-1');
 });
 

@@ -4,10 +4,20 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { planApply, stepName, type PlanFacts } from '../../agent/haproxy/apply/plan.js';
 
-const cfg = (servers: string[], extra = '') => [
-  'global', '    maxconn 100', '', 'frontend f', '    bind 127.0.0.1:80', '    default_backend b', extra,
-  'backend b', '    balance roundrobin', ...servers.map((s) => `    server ${s}`), '',
-].join('\n');
+const cfg = (servers: string[], extra = '') =>
+  [
+    'global',
+    '    maxconn 100',
+    '',
+    'frontend f',
+    '    bind 127.0.0.1:80',
+    '    default_backend b',
+    extra,
+    'backend b',
+    '    balance roundrobin',
+    ...servers.map((s) => `    server ${s}`),
+    '',
+  ].join('\n');
 
 const live = cfg(['m1 10.0.0.1:80 weight 1 check', 'm2 10.0.0.2:80 weight 1 check']);
 const added = cfg(['m1 10.0.0.1:80 weight 1 check', 'm2 10.0.0.2:80 weight 1 check', 'm3 10.0.0.3:80 weight 1 check']);
@@ -16,7 +26,13 @@ const reweighted = cfg(['m1 10.0.0.1:80 weight 7 check', 'm2 10.0.0.2:80 weight 
 const retimed = cfg(['m1 10.0.0.1:80 weight 1 check', 'm2 10.0.0.2:80 weight 1 check'], '    timeout client 5s');
 
 const facts = (f: Partial<PlanFacts>): PlanFacts => ({
-  verb: 'apply', forcedReload: null, live, runnable: live, accepted: false, running: null, ...f,
+  verb: 'apply',
+  forcedReload: null,
+  live,
+  runnable: live,
+  accepted: false,
+  running: null,
+  ...f,
 });
 const kindAndWhy = (f: Partial<PlanFacts>) => {
   const p = planApply(facts(f));

@@ -18,18 +18,30 @@ const LB = '7e4e5c6a-1111-4222-8333-444455556666';
 /** A 1 GB, 1 vCPU amphora as /proc reads it with the agent running: 800,000 kB free, in buffers and cached. */
 const ONE_GB: AmphoraFacts = { cpuCount: 1, tunedProfiles: ['amphora'], memoryKb: { free: 600000, buffers: 20000, cached: 180000 } };
 const ctx = (amphora: AmphoraFacts | undefined): PolicyContext => ({
-  lbId: LB, basePath: '/var/lib/octavia', baseCertDir: '/var/lib/octavia/certs', protectedFiles: [], ...(amphora ? { amphora } : {}),
+  lbId: LB,
+  basePath: '/var/lib/octavia',
+  baseCertDir: '/var/lib/octavia/certs',
+  protectedFiles: [],
+  ...(amphora ? { amphora } : {}),
 });
 const withMemory = (kb: number, cpuCount = 1): AmphoraFacts => ({ cpuCount, tunedProfiles: [], memoryKb: { free: kb, buffers: 0, cached: 0 } });
 
 /** An Octavia-style config with `global` lines, a TLS bind when `tls`, and `tail` sections. */
 function config(global: string[], tail: string[] = [], tls = false): string {
   return [
-    'global', '    daemon', '    maxconn 50000', ...global.map((l) => `    ${l}`),
-    'defaults', '    timeout client 50000',
-    'frontend f', '    maxconn 50000', '    bind 203.0.113.5:80', ...(tls ? [`    bind 203.0.113.5:443 ssl crt-list /var/lib/octavia/certs/${LB}/l.pem`] : []),
+    'global',
+    '    daemon',
+    '    maxconn 50000',
+    ...global.map((l) => `    ${l}`),
+    'defaults',
+    '    timeout client 50000',
+    'frontend f',
+    '    maxconn 50000',
+    '    bind 203.0.113.5:80',
+    ...(tls ? [`    bind 203.0.113.5:443 ssl crt-list /var/lib/octavia/certs/${LB}/l.pem`] : []),
     '    default_backend b',
-    'backend b', '    server m1 192.0.2.10:80 weight 1',
+    'backend b',
+    '    server m1 192.0.2.10:80 weight 1',
     ...tail,
   ].join('\n');
 }
@@ -52,15 +64,21 @@ test('nbthread and thread-groups past the CPU count: 400 naming the directive, t
   assert.equal(checkBounds(config(['nbthread 1']), ctx(ONE_GB)), []);
   assert.equal(checkBounds(config(['nbthread 4', 'thread-groups 2']), ctx({ ...ONE_GB, cpuCount: 4 })), []);
   const groups = checkBounds(config(['nbthread 4', 'thread-groups 4']), ctx({ ...ONE_GB, cpuCount: 2 }));
-  assert.equal(groups.map((x) => x.directive), ['nbthread', 'thread-groups']);
+  assert.equal(
+    groups.map((x) => x.directive),
+    ['nbthread', 'thread-groups'],
+  );
   assert.match(groups[1]!.reason, /^4 thread groups on an amphora with 2 CPU\(s\)/);
   // Only in global: a cache section has no nbthread, and os.cpus() may give no count at all.
   assert.equal(checkBounds(config(['nbthread 64']), ctx({ ...ONE_GB, cpuCount: 0 })), []);
 });
 
 test('keywords are read as haproxy reads them: quoted or escaped they are still bounded (capitals too, which haproxy refuses anyway)', () => {
-  const text = config(['"nbthread" 8', 'nb\\x74hread 9', 'NBTHREAD 7 # comment'], ['"cache" c', '    total-max-size\\ 4095', '    \'total-max-size\' 4095']);
-  assert.equal(checkBounds(text, ctx(ONE_GB)).map((x) => x.line), [4, 5, 6, lineOf(text, "'total-max-size'")]);
+  const text = config(['"nbthread" 8', 'nb\\x74hread 9', 'NBTHREAD 7 # comment'], ['"cache" c', '    total-max-size\\ 4095', "    'total-max-size' 4095"]);
+  assert.equal(
+    checkBounds(text, ctx(ONE_GB)).map((x) => x.line),
+    [4, 5, 6, lineOf(text, "'total-max-size'")],
+  );
 });
 
 test('a 4 GB cache section: 400 naming cache total-max-size, 4095 MB, the total and the bound', () => {
@@ -79,36 +97,56 @@ test('reservations add up: the one that crosses the bound and those after it are
   const text = config(['tune.ssl.cachesize 600000'], tail, true);
   // 142 + 105 + 157.5 + 1 MB: past 359 MB at cache b.
   const v = checkBounds(text, ctx(ONE_GB));
-  assert.equal(v.map((x) => [x.line, x.directive]), [
-    [lineOf(text, 'total-max-size 150'), 'cache total-max-size'],
-    [lineOf(text, 'size 1048576'), 'ring size'],
-  ]);
+  assert.equal(
+    v.map((x) => [x.line, x.directive]),
+    [
+      [lineOf(text, 'total-max-size 150'), 'cache total-max-size'],
+      [lineOf(text, 'size 1048576'), 'ring size'],
+    ],
+  );
   assert.match(v[1]!.reason, /^1048576 bytes reserves 1 MB, of 405 MB/);
   assert.equal(checkBounds(text, ctx(withMemory(1_000_000))), []);
 });
 
-test('the TLS session cache: 248 B a session, haproxy\'s 20,000 when a bind has ssl and the directive is absent', () => {
+test("the TLS session cache: 248 B a session, haproxy's 20,000 when a bind has ssl and the directive is absent", () => {
   const text = config(['tune.ssl.cachesize 2000000'], [], true);
   const v = checkBounds(text, ctx(ONE_GB));
-  assert.equal(v.map((x) => x.directive), ['tune.ssl.cachesize']);
+  assert.equal(
+    v.map((x) => x.directive),
+    ['tune.ssl.cachesize'],
+  );
   assert.match(v[0]!.reason, /^2000000 sessions reserves 473 MB/);
   assert.equal(checkBounds(config(['tune.ssl.cachesize 1000000'], [], true), ctx(ONE_GB)), []);
   // 20,000 sessions (4.8 MB) on an amphora with 10 MB: the default itself is past a bound of 4.5 MB.
   const tiny = config([], [], true);
   const d = checkBounds(tiny, ctx(withMemory(10000)));
-  assert.equal(d.map((x) => [x.line, x.directive]), [[lineOf(tiny, 'bind 203.0.113.5:443'), 'bind ssl']]);
+  assert.equal(
+    d.map((x) => [x.line, x.directive]),
+    [[lineOf(tiny, 'bind 203.0.113.5:443'), 'bind ssl']],
+  );
   assert.match(d[0]!.reason, /^haproxy's default TLS session cache \(20000 sessions\) reserves 5 MB/);
   assert.equal(checkBounds(config([]), ctx(withMemory(10000))), [], 'no TLS bind, no session cache');
 });
 
 test('a number the bound cannot read is refused, not guessed (haproxy reads "1m" as 1, "0x40" not at all)', () => {
-  for (const [line, directive] of [['nbthread 0x40', 'nbthread'], ['tune.ssl.cachesize 1m', 'tune.ssl.cachesize'], ['thread-groups -1', 'thread-groups']]) {
+  for (const [line, directive] of [
+    ['nbthread 0x40', 'nbthread'],
+    ['tune.ssl.cachesize 1m', 'tune.ssl.cachesize'],
+    ['thread-groups -1', 'thread-groups'],
+  ]) {
     const v = checkBounds(config([line!]), ctx(ONE_GB));
-    assert.equal(v.map((x) => x.directive), [directive], line);
+    assert.equal(
+      v.map((x) => x.directive),
+      [directive],
+      line,
+    );
     assert.match(v[0]!.reason, /is not a plain decimal number/);
   }
   const v = checkBounds(config([], ['cache c', '    total-max-size 4e3']), ctx(ONE_GB));
-  assert.equal(v.map((x) => x.directive), ['cache total-max-size']);
+  assert.equal(
+    v.map((x) => x.directive),
+    ['cache total-max-size'],
+  );
 });
 
 test('limits that only cap traffic stay as sent: maxconn, stick-table size, tune.bufsize', () => {
@@ -119,10 +157,13 @@ test('limits that only cap traffic stay as sent: maxconn, stick-table size, tune
 test('no facts (judged off the amphora), no bound; unreadable memory bounds threads only', () => {
   const text = config(['nbthread 64'], ['cache big', '    total-max-size 4095']);
   assert.equal(checkBounds(text, ctx(undefined)), []);
-  assert.equal(checkBounds(text, ctx(withMemory(0))).map((x) => x.directive), ['nbthread']);
+  assert.equal(
+    checkBounds(text, ctx(withMemory(0))).map((x) => x.directive),
+    ['nbthread'],
+  );
 });
 
-test('Octavia 19\'s sizing fits on any amphora, from 64 MB to 64 GB, at any maxconn', () => {
+test("Octavia 19's sizing fits on any amphora, from 64 MB to 64 GB, at any maxconn", () => {
   let sized = 0;
   for (let kb = 64 * 1024; kb <= 64 * 1024 * 1024; kb *= 2) {
     for (const maxconn of [100, 1000, 5000, 50000]) {
@@ -137,7 +178,7 @@ test('Octavia 19\'s sizing fits on any amphora, from 64 MB to 64 GB, at any maxc
   assert.ok(sized >= 30, `${sized} sized caches`);
 });
 
-test('Octavia 16\'s half at 200 B a session: fits at maxconn 50000, refused where its reload would not fit (LP #2119987)', () => {
+test("Octavia 16's half at 200 B a session: fits at maxconn 50000, refused where its reload would not fit (LP #2119987)", () => {
   const octavia16 = (facts: AmphoraFacts, maxconn: number) => {
     const kb = Math.floor((availableKb(facts) - 32 * maxconn) / 2);
     return kb > 4000 ? kb * 5 : null;
@@ -147,10 +188,13 @@ test('Octavia 16\'s half at 200 B a session: fits at maxconn 50000, refused wher
   assert.equal(checkBounds(config([`tune.ssl.cachesize ${octavia16(big, 50000)}`], [], true), ctx(big)), []);
   // 0.6 of the memory for each of the old and the new worker.
   const v = checkBounds(config([`tune.ssl.cachesize ${octavia16(ONE_GB, 1000)}`], [], true), ctx(ONE_GB));
-  assert.equal(v.map((x) => x.directive), ['tune.ssl.cachesize']);
+  assert.equal(
+    v.map((x) => x.directive),
+    ['tune.ssl.cachesize'],
+  );
 });
 
-test('the agent\'s own renderer, sizing as Octavia 19, fits for every fixture on a 1 GB and on a 4-CPU amphora', () => {
+test("the agent's own renderer, sizing as Octavia 19, fits for every fixture on a 1 GB and on a 4-CPU amphora", () => {
   const dir = join(process.cwd(), 'test', 'fixtures', 'specs');
   let rendered = 0;
   const amphorae: AmphoraFacts[] = [ONE_GB, { cpuCount: 4, tunedProfiles: ['amphora'], memoryKb: { free: 3_000_000, buffers: 50_000, cached: 900_000 } }];

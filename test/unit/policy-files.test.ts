@@ -37,12 +37,20 @@ writeFileSync(join(etc, 'outside.pem'), PEM);
 execFileSync('openssl', ['ca', '-help'], { stdio: 'ignore' }); // openssl is there for the CRL below
 writeFileSync(join(etc, 'index.txt'), '');
 writeFileSync(join(etc, 'crlnumber'), '1000\n');
-writeFileSync(join(etc, 'crl.cnf'), `[ca]\ndefault_ca = t\n[t]\ndatabase = ${etc}/index.txt\ncrlnumber = ${etc}/crlnumber\ndefault_md = sha256\ndefault_crl_days = 3\n`);
-execFileSync('openssl', ['ca', '-gencrl', '-batch', '-config', join(etc, 'crl.cnf'), '-cert', ca.cert, '-keyfile', ca.key, '-out', join(etc, 'crl.pem')], { stdio: 'pipe' });
+writeFileSync(
+  join(etc, 'crl.cnf'),
+  `[ca]\ndefault_ca = t\n[t]\ndatabase = ${etc}/index.txt\ncrlnumber = ${etc}/crlnumber\ndefault_md = sha256\ndefault_crl_days = 3\n`,
+);
+execFileSync('openssl', ['ca', '-gencrl', '-batch', '-config', join(etc, 'crl.cnf'), '-cert', ca.cert, '-keyfile', ca.key, '-out', join(etc, 'crl.pem')], {
+  stdio: 'pipe',
+});
 const CRL = readFileSync(join(etc, 'crl.pem'));
 
 const ctx: PolicyContext = { lbId: LB, basePath: base, baseCertDir: certs, protectedFiles: [serverPem, join(etc, 'amphora-agent.conf')] };
-const config = { haproxyAmphora: { baseCertDir: certs, basePath: base }, amphoraAgent: { agentServerCert: serverPem, agentServerCa: ca.cert } } as unknown as AgentConfig;
+const config = {
+  haproxyAmphora: { baseCertDir: certs, basePath: base },
+  amphoraAgent: { agentServerCert: serverPem, agentServerCa: ca.cert },
+} as unknown as AgentConfig;
 
 const ref = (path: string, kind: FileReference['kind'] = 'certificate', directive = 'bind crt'): FileReference => ({ line: 7, directive, path, kind });
 const refused = async (r: FileReference, why: RegExp) => {
@@ -87,7 +95,7 @@ test('own files pass; a missing one passes (haproxy -c refuses it)', async () =>
   await passes(ref(join(base, LB, 'errors', '503.http'), 'file', 'errorfile'));
 });
 
-test('a symlink out of the directory, and one to the agent\'s server.pem, are refused', async () => {
+test("a symlink out of the directory, and one to the agent's server.pem, are refused", async () => {
   symlinkSync(join(etc, 'outside.pem'), join(mine, 'out.pem'));
   await refused(ref(join(mine, 'out.pem')), /leads to ".*etc\/outside\.pem", outside .*certs\/lb-1\//);
   symlinkSync(serverPem, join(mine, 'agent.pem'));
@@ -108,7 +116,7 @@ test('a parent directory that is a symlink, and a load balancer directory that i
   await refused(ref(join(base, LB, 'errors-link', 'server.pem'), 'file', 'errorfile'), /outside/);
 });
 
-test('a hard link (to the agent\'s key, say) is refused', async () => {
+test("a hard link (to the agent's key, say) is refused", async () => {
   linkSync(join(etc, 'outside.pem'), join(mine, 'hard.pem'));
   await refused(ref(join(mine, 'hard.pem')), /2 hard links/);
 });
@@ -131,7 +139,7 @@ test('a file haproxy opens next to a certificate (.key, .ocsp...) is confined to
   await refused(ref(join(mine, 'nokey.pem')), /next to the certificate, .*nokey\.pem\.key" leads to .*server\.pem", outside/);
 });
 
-test('crt-lists: Octavia\'s form passes; /etc/shadow, another load balancer\'s or the agent\'s certificate are refused', async () => {
+test("crt-lists: Octavia's form passes; /etc/shadow, another load balancer's or the agent's certificate are refused", async () => {
   writeFileSync(join(mine, 'sni.pem'), PEM);
   await passes(crtList('octavia.pem', `${[join(mine, 'own.pem'), join(mine, 'sni.pem')].join('\n')}\n`));
   await refused(crtList('shadow.pem', '/etc/shadow\n'), /line 1: certificate "\/etc\/shadow" is outside the load balancer's certificate directory/);
@@ -153,12 +161,14 @@ test('crt-lists are read as haproxy reads them: relative paths, options and brac
   await refused(crtList('ca-option.pem', `${join(mine, 'own.pem')} [verify required ca-file ${serverPem}]\n`), /ca-file ".*server\.pem" is outside/);
   await refused(crtList('glued.pem', `${join(mine, 'own.pem')}[ca-file\t/etc/shadow]\n`), /ca-file "\/etc\/shadow" is outside/);
   await refused(crtList('unbalanced.pem', `${join(mine, 'own.pem')} [alpn h2\n`), /'\[' without '\]'/);
-  await passes(crtList('comments.pem', `# Octavia\n\n${join(mine, 'own.pem')} [alpn h2,http/1.1 ca-file ${join(mine, 'crl.pem')}] a.example.test !b.example.test\r\n`));
+  await passes(
+    crtList('comments.pem', `# Octavia\n\n${join(mine, 'own.pem')} [alpn h2,http/1.1 ca-file ${join(mine, 'crl.pem')}] a.example.test !b.example.test\r\n`),
+  );
   assert.equal(parseCrtList(`#c\n/a/b.pem [verify none] x y\n`).entries, [{ line: 2, path: '/a/b.pem', optionFiles: [] }]);
   assert.equal(parseCrtList('/a\0/b\n').problems, [{ line: 1, reason: 'holds a NUL character' }]);
 });
 
-test('PEM reading: Octavia\'s bundle, CRLs, and what is not PEM', () => {
+test("PEM reading: Octavia's bundle, CRLs, and what is not PEM", () => {
   const bundle = octaviaBundle();
   assert.equal(readPem(bundle), { ok: true, labels: ['CERTIFICATE', 'EC PRIVATE KEY', 'CERTIFICATE'] });
   assert.equal(readPem(CRL), { ok: true, labels: ['X509 CRL'] });
@@ -184,7 +194,7 @@ test('PEM reading: Octavia\'s bundle, CRLs, and what is not PEM', () => {
   no(PEM.toString().replace(/-----END PRIVATE KEY-----\s*$/, ''), /never ends/);
 });
 
-test('certificate uploads: PEM, or (API 1.0) a crt-list of this load balancer\'s certificates; nothing else is written', async () => {
+test("certificate uploads: PEM, or (API 1.0) a crt-list of this load balancer's certificates; nothing else is written", async () => {
   const octavia = { crtList: true };
   assert.is(certificateFileProblem(config, LB, octaviaBundle(), octavia), null);
   assert.is(certificateFileProblem(config, LB, CRL, { crtList: false }), null);

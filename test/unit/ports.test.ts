@@ -15,7 +15,10 @@ test('ranges of one file follow each other, and a port outside its range or bloc
   const ports = testPorts('octavia-controller-releases');
   const agents = ports.range(2);
   const others = ports.range(3);
-  assert.equal([agents(0), agents(1), others(0), others(2)].map((p) => p - ports.first), [0, 1, 2, 4]);
+  assert.equal(
+    [agents(0), agents(1), others(0), others(2)].map((p) => p - ports.first),
+    [0, 1, 2, 4],
+  );
   assert.throws(() => agents(2), /outside a range of 2/);
   assert.throws(() => ports.range(ports.size), /do not fit/);
 });

@@ -31,7 +31,10 @@ const runningOn = (state: string, config: string | null = null, readmit: string[
 
 test('init-state: only new checked members get init-state fully-down, before the comment', () => {
   const plan = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: runningOn(DUMP), initStateAtStartup: true });
-  assert.equal(plan.newMembers.map((m) => `${m.backend}/${m.name}`), ['pool/new', 'nostate/n']);
+  assert.equal(
+    plan.newMembers.map((m) => `${m.backend}/${m.name}`),
+    ['pool/new', 'nostate/n'],
+  );
   const lines = plan.effectiveConfig.split('\n');
   assert.is(lines[4], '    server old 10.0.0.1:80 check inter 1s # running');
   assert.is(lines[5], '    server new 10.0.0.2:80 check inter 1s init-state fully-down');
@@ -73,7 +76,10 @@ test('a member whose address changed is new, and its old UP line is dropped', ()
 
 test('fresh start: every checked member is new; protection off changes nothing', () => {
   const fresh = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: null, initStateAtStartup: false });
-  assert.equal(fresh.newMembers.map((m) => m.name), ['old', 'new', 'n']);
+  assert.equal(
+    fresh.newMembers.map((m) => m.name),
+    ['old', 'new', 'n'],
+  );
   const off = planProtection({ configText: CONFIG, config: readConfig(CONFIG), running: runningOn(DUMP), initStateAtStartup: false, protect: false });
   assert.equal(off.newMembers, []);
   assert.is(off.effectiveConfig, CONFIG);
@@ -81,11 +87,15 @@ test('fresh start: every checked member is new; protection off changes nothing',
 
 // The config haproxy runs in the same-members cases: every member runs.
 const RUNNING_ALL = DUMP.replace('3 pool 9 gone 10.0.0.9', '3 pool 2 new 10.0.0.2')
-  .replace('\n\n', '\n').replace(/\n$/, '\n4 unchecked 1 u 10.0.0.3 2 0 1 1 9 1 0 0 0 0 0 0 - 80 - 0 0 - - 0\n5 nostate 1 n 10.0.0.4 2 0 1 1 9 15 3 4 6 0 0 0 - 80 - 0 0 - - 0\n');
+  .replace('\n\n', '\n')
+  .replace(/\n$/, '\n4 unchecked 1 u 10.0.0.3 2 0 1 1 9 1 0 0 0 0 0 0 - 80 - 0 0 - - 0\n5 nostate 1 n 10.0.0.4 2 0 1 1 9 15 3 4 6 0 0 0 - 80 - 0 0 - - 0\n');
 
 test('same members (a change away from every server line): the dump is the state file, nothing is held down', () => {
   // Lines changed above and below an unchanged backend line (a listener's connection limit: maxconn and fullconn).
-  const next = CONFIG.replace('global', 'global\n    maxconn 5000').replace('    load-server-state-from-file global', '    fullconn 5000\n    load-server-state-from-file global');
+  const next = CONFIG.replace('global', 'global\n    maxconn 5000').replace(
+    '    load-server-state-from-file global',
+    '    fullconn 5000\n    load-server-state-from-file global',
+  );
   for (const initStateAtStartup of [true, false]) {
     const plan = planProtection({ configText: next, config: readConfig(next), running: runningOn(`${RUNNING_ALL}\n`, CONFIG), initStateAtStartup });
     assert.equal(plan.newMembers, []);
@@ -100,12 +110,28 @@ test('same members is not taken on trust: a changed server line, section line, r
   // Each case passes every other check: only the one named tells that a member is new.
   const weighted = CONFIG.replace('server new 10.0.0.2:80 check inter 1s', 'server new 10.0.0.2:80 check inter 1s weight 5');
   const swapped = RUNNING_ALL.replace('3 pool 2 new 10.0.0.2', '3 pool 2 other 10.0.0.8');
-  assert.equal(plan(weighted, runningOn(swapped, CONFIG)).newMembers.map((m) => m.name), ['new'], 'a changed server line');
+  assert.equal(
+    plan(weighted, runningOn(swapped, CONFIG)).newMembers.map((m) => m.name),
+    ['new'],
+    'a changed server line',
+  );
   const lacking = RUNNING_ALL.replace(/^3 pool 2 new .*\n/m, '');
   const renamed = CONFIG.replace('backend nostate', 'backend other');
-  assert.equal(plan(renamed, runningOn(RUNNING_ALL, CONFIG)).newMembers.map((m) => m.name), ['n'], 'a renamed backend: its members are new');
-  assert.equal(plan(CONFIG, runningOn(RUNNING_ALL, CONFIG, ['pool/new'])).newMembers.map((m) => m.name), ['new'], 'a readmitted member');
-  assert.equal(plan(CONFIG, runningOn(lacking, CONFIG)).newMembers.map((m) => m.name), ['new'], 'haproxy lacks a member the live config has');
+  assert.equal(
+    plan(renamed, runningOn(RUNNING_ALL, CONFIG)).newMembers.map((m) => m.name),
+    ['n'],
+    'a renamed backend: its members are new',
+  );
+  assert.equal(
+    plan(CONFIG, runningOn(RUNNING_ALL, CONFIG, ['pool/new'])).newMembers.map((m) => m.name),
+    ['new'],
+    'a readmitted member',
+  );
+  assert.equal(
+    plan(CONFIG, runningOn(lacking, CONFIG)).newMembers.map((m) => m.name),
+    ['new'],
+    'haproxy lacks a member the live config has',
+  );
   assert.equal(plan(CONFIG, runningOn(RUNNING_ALL, null)).newMembers, [], 'no live config: read from the dump');
 });
 
@@ -131,7 +157,10 @@ test('a dump line gives its fields by position; a line of fewer than 20 fields i
   const dump = parseServerState(`1\n# be_id be_name ...\n${line}\n${line.split(' ').slice(0, 20).join('\t  ')}\n${line.split(' ').slice(0, 19).join(' ')}\n`);
   assert.is(dump.entries.length, 2);
   for (const e of dump.entries) {
-    assert.equal([e.backend, e.server, e.address, e.opState, e.adminState, e.checkResult, e.checkHealth, e.port], ['be_p', 'm1', '10.0.0.1', 2, 0, 3, 4, '8080']);
+    assert.equal(
+      [e.backend, e.server, e.address, e.opState, e.adminState, e.checkResult, e.checkHealth, e.port],
+      ['be_p', 'm1', '10.0.0.1', 2, 0, 3, 4, '8080'],
+    );
   }
   assert.is(dump.entries[0]!.raw, line);
   assert.equal(dump.header, ['1', '# be_id be_name ...']);

@@ -7,22 +7,42 @@ import { expectedCodes, haproxyAddress, haproxyWord } from '../../agent/render/h
 import { DEFAULT_RENDER_SETTINGS } from '../../agent/render/settings.js';
 import { validateSpec } from '../../agent/model/spec/validate.js';
 
-const spec = () => validateSpec({
-  id: 'lb', vip_address: '203.0.113.1',
-  listeners: [{
-    id: 'l', protocol: 'HTTP', protocol_port: 80, connection_limit: 100,
-    default_pool: {
-      id: 'checked', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
-      healthmonitor: { type: 'HTTP', delay: 2, timeout: 1, max_retries: 2 },
-      members: [{ id: 'a', address: '192.0.2.1', protocol_port: 80 }, { id: 'b', address: '2001:db8::1', protocol_port: 80, admin_state_up: false }],
-    },
-    l7policies: [{ id: 'p', action: 'REDIRECT_TO_POOL', redirect_pool_id: 'unchecked', rules: [{ id: 'r', type: 'PATH', compare_type: 'STARTS_WITH', value: '/x' }] }],
-  }],
-  pools: [
-    { id: 'unchecked', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'c', address: '192.0.2.3', protocol_port: 80 }] },
-    { id: 'monitor-off', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', healthmonitor: { type: 'TCP', delay: 2, timeout: 1, max_retries: 2, admin_state_up: false }, members: [] },
-  ],
-});
+const spec = () =>
+  validateSpec({
+    id: 'lb',
+    vip_address: '203.0.113.1',
+    listeners: [
+      {
+        id: 'l',
+        protocol: 'HTTP',
+        protocol_port: 80,
+        connection_limit: 100,
+        default_pool: {
+          id: 'checked',
+          protocol: 'HTTP',
+          lb_algorithm: 'ROUND_ROBIN',
+          healthmonitor: { type: 'HTTP', delay: 2, timeout: 1, max_retries: 2 },
+          members: [
+            { id: 'a', address: '192.0.2.1', protocol_port: 80 },
+            { id: 'b', address: '2001:db8::1', protocol_port: 80, admin_state_up: false },
+          ],
+        },
+        l7policies: [
+          { id: 'p', action: 'REDIRECT_TO_POOL', redirect_pool_id: 'unchecked', rules: [{ id: 'r', type: 'PATH', compare_type: 'STARTS_WITH', value: '/x' }] },
+        ],
+      },
+    ],
+    pools: [
+      { id: 'unchecked', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN', members: [{ id: 'c', address: '192.0.2.3', protocol_port: 80 }] },
+      {
+        id: 'monitor-off',
+        protocol: 'HTTP',
+        lb_algorithm: 'ROUND_ROBIN',
+        healthmonitor: { type: 'TCP', delay: 2, timeout: 1, max_retries: 2, admin_state_up: false },
+        members: [],
+      },
+    ],
+  });
 
 const servers = (cfg: string) => cfg.split('\n').filter((l) => l.trim().startsWith('server '));
 
@@ -68,7 +88,10 @@ test('a disabled monitor means no checks at all', () => {
 
 test('only pools a frontend uses get a backend; a disabled LB renders no proxies', () => {
   const cfg = renderLoadBalancer(spec(), DEFAULT_RENDER_SETTINGS, { initStateAtStartup: false }).haproxyConfig!;
-  assert.equal([...cfg.matchAll(/^backend (\S+)/gm)].map((m) => m[1]), ['checked:l', 'unchecked:l']);
+  assert.equal(
+    [...cfg.matchAll(/^backend (\S+)/gm)].map((m) => m[1]),
+    ['checked:l', 'unchecked:l'],
+  );
   const s = spec();
   s.admin_state_up = false;
   const off = renderLoadBalancer(s, DEFAULT_RENDER_SETTINGS, { initStateAtStartup: false }).haproxyConfig!;

@@ -7,7 +7,10 @@ const S = 1000;
 
 test('delays: none for the first restart, then 5, 10, 20, 40 s, capped at 60 s', () => {
   const b = new RestartBackoff();
-  assert.equal([0, 1, 2, 3, 4, 5, 6, 20].map((n) => b.delayAfter(n) / S), [0, 5, 10, 20, 40, 60, 60, 60]);
+  assert.equal(
+    [0, 1, 2, 3, 4, 5, 6, 20].map((n) => b.delayAfter(n) / S),
+    [0, 5, 10, 20, 40, 60, 60, 60],
+  );
 });
 
 test('a haproxy that keeps dying right after each restart waits longer each time; the wait is decided once', () => {

@@ -19,7 +19,18 @@ function scratch() {
   return { states, done: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-const row = (pxname: string, svname: string): StatRow => ({ pxname, svname, status: 'MAINT', weight: '1', bin: 0, bout: 0, scur: 0, stot: 0, ereq: 0, checkStatus: 'L7OK' });
+const row = (pxname: string, svname: string): StatRow => ({
+  pxname,
+  svname,
+  status: 'MAINT',
+  weight: '1',
+  bin: 0,
+  bout: 0,
+  scur: 0,
+  stot: 0,
+  ereq: 0,
+  checkStatus: 'L7OK',
+});
 
 test('retired members are kept in retired.json and left out of the stats rows', async () => {
   const { states, done } = scratch();
@@ -29,7 +40,10 @@ test('retired members are kept in retired.json and left out of the stats rows', 
     assert.ok(existsSync(states.files('lb').retired));
     assert.equal(await retired.waiting(), ['lb']);
     const rows = await retired.hidden('lb', [row('b', 'BACKEND'), row('b', 'm1'), row('b', 'm2'), row('other', 'm2')]);
-    assert.equal(rows.map((r) => `${r.pxname}/${r.svname}`), ['b/BACKEND', 'b/m1', 'other/m2']);
+    assert.equal(
+      rows.map((r) => `${r.pxname}/${r.svname}`),
+      ['b/BACKEND', 'b/m1', 'other/m2'],
+    );
   } finally {
     done();
   }
@@ -50,7 +64,10 @@ test('a (re)load forgets them: the file goes and no load balancer waits', async 
   const { states, done } = scratch();
   try {
     const retired = new RetiredMembers(states);
-    await retired.add('lb', [{ backend: 'b', server: 'm2' }, { backend: 'b', server: 'm3' }]);
+    await retired.add('lb', [
+      { backend: 'b', server: 'm2' },
+      { backend: 'b', server: 'm3' },
+    ]);
     await retired.add('lb', [{ backend: 'b', server: 'm2' }]);
     assert.is((await retired.hidden('lb', [row('b', 'm2'), row('b', 'm3')])).length, 0, 'retired twice, one entry');
     await retired.clear('lb');

@@ -37,19 +37,44 @@ async function answers(requests: [string, string][]): Promise<string[]> {
 }
 
 test('overlapping paths: the one with the method answers, 405 when none has it, 404 for unknown paths', async () => {
-  assert.equal(await answers([
-    ['GET', '/loadbalancer/lb/haproxy'], ['PUT', '/loadbalancer/lb/haproxy'], ['DELETE', '/loadbalancer/lb/haproxy'],
-    ['GET', '/loadbalancer/lb/start'], ['PUT', '/loadbalancer/lb/start'], ['HEAD', '/loadbalancer/lb/haproxy'],
-    ['PUT', '/vrrp/upload'], ['PUT', '/vrrp/start'], ['GET', '/vrrp/upload'],
-    ['PUT', '/certs/a.pem'], ['GET', '/certs/a.pem'], ['POST', '/certs/a.pem'], ['OPTIONS', '/certs/a.pem'],
-    ['GET', '/LOADBALANCER/lb/haproxy'], ['GET', '/loadbalancer/lb/haproxy/'], ['GET', '/nope'],
-  ]), [
-    '200 get config', '200 action', '405 405',
-    '405 405', '200 action', '200',
-    '200 upload', '200 vrrp action', '405 405',
-    '200 put cert', '200 get cert', '405 405', '405 405',
-    '200 get config', '404 404', '404 404',
-  ]);
+  assert.equal(
+    await answers([
+      ['GET', '/loadbalancer/lb/haproxy'],
+      ['PUT', '/loadbalancer/lb/haproxy'],
+      ['DELETE', '/loadbalancer/lb/haproxy'],
+      ['GET', '/loadbalancer/lb/start'],
+      ['PUT', '/loadbalancer/lb/start'],
+      ['HEAD', '/loadbalancer/lb/haproxy'],
+      ['PUT', '/vrrp/upload'],
+      ['PUT', '/vrrp/start'],
+      ['GET', '/vrrp/upload'],
+      ['PUT', '/certs/a.pem'],
+      ['GET', '/certs/a.pem'],
+      ['POST', '/certs/a.pem'],
+      ['OPTIONS', '/certs/a.pem'],
+      ['GET', '/LOADBALANCER/lb/haproxy'],
+      ['GET', '/loadbalancer/lb/haproxy/'],
+      ['GET', '/nope'],
+    ]),
+    [
+      '200 get config',
+      '200 action',
+      '405 405',
+      '405 405',
+      '200 action',
+      '200',
+      '200 upload',
+      '200 vrrp action',
+      '405 405',
+      '200 put cert',
+      '200 get cert',
+      '405 405',
+      '405 405',
+      '200 get config',
+      '404 404',
+      '404 404',
+    ],
+  );
 });
 
 test.run();

@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { SpecError, validateSpec } from '../../agent/model/spec/validate.js';
 
 const INVALID = join(process.cwd(), 'test', 'fixtures', 'specs', 'invalid');
-const invalid = readdirSync(INVALID).filter((f) => f.endsWith('.json')).sort();
+const invalid = readdirSync(INVALID)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 
 for (const file of invalid) {
   test(`invalid/${file}: refused with the exact field path`, () => {
@@ -17,7 +19,10 @@ for (const file of invalid) {
       validateSpec(spec);
     } catch (err) {
       assert.instance(err, SpecError);
-      assert.ok((err as SpecError).problems.some((p) => p.startsWith(error)), `expected "${error}", got: ${(err as Error).message}`);
+      assert.ok(
+        (err as SpecError).problems.some((p) => p.startsWith(error)),
+        `expected "${error}", got: ${(err as Error).message}`,
+      );
       return;
     }
     assert.unreachable('the malformed spec was accepted');

@@ -9,9 +9,12 @@ const rule = (over: Record<string, unknown>) => [{ protocol: 'TCP', cidr: null, 
 
 test('what Octavia sends passes: listener ports, allowed CIDRs of both families, the VRRP rule, an empty list', () => {
   const rules: VipRule[] = [
-    { protocol: 'TCP', cidr: null, port: 80 }, { protocol: 'UDP', cidr: '0.0.0.0/0', port: 53 },
-    { protocol: 'SCTP', cidr: '2001:db8::/32', port: 65535 }, { protocol: 'TCP', cidr: '::/0', port: 1 },
-    { protocol: 'vrrp', cidr: '10.77.0.6/32', port: 112 }, { protocol: 'TCP', cidr: '::ffff:10.0.0.0/104', port: 443 },
+    { protocol: 'TCP', cidr: null, port: 80 },
+    { protocol: 'UDP', cidr: '0.0.0.0/0', port: 53 },
+    { protocol: 'SCTP', cidr: '2001:db8::/32', port: 65535 },
+    { protocol: 'TCP', cidr: '::/0', port: 1 },
+    { protocol: 'vrrp', cidr: '10.77.0.6/32', port: 112 },
+    { protocol: 'TCP', cidr: '::ffff:10.0.0.0/104', port: 443 },
   ];
   assert.is(vipRulesRefusal(rules), null);
   assert.is(vipRulesRefusal([]), null);

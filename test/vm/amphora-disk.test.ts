@@ -45,7 +45,9 @@ test("the kernel and initramfs are the image's own /boot files", () => {
 
 test('first boot keeps the units as built: the preset, no stale ifupdown stanzas', () => {
   assert.match(debugfs('cat /usr/lib/systemd/system-preset/10-amphora-agent-ts.preset'), /^disable haproxy\.service$/m);
-  const stanzas = debugfs('ls -p /etc/network/interfaces.d').split('\n').filter((l) => l.includes('/') && !/\/\.{1,2}\//.test(l));
+  const stanzas = debugfs('ls -p /etc/network/interfaces.d')
+    .split('\n')
+    .filter((l) => l.includes('/') && !/\/\.{1,2}\//.test(l));
   assert.equal(stanzas, []);
 });
 

@@ -27,8 +27,18 @@ const SECOND_HEARTBEAT_PORT = ports.one();
 const CONFIG_FILES = ['/etc/octavia/amphora-agent.conf', '/etc/octavia/certs/client_ca.pem', '/etc/octavia/certs/server.pem', '/etc/rsyslog.d/10-rsyslog.conf'];
 /** Linux capability numbers (linux/capability.h) of the names the agent's unit keeps. */
 const CAP_NUMBERS: Record<string, number> = {
-  CAP_CHOWN: 0, CAP_DAC_OVERRIDE: 1, CAP_DAC_READ_SEARCH: 2, CAP_FOWNER: 3, CAP_KILL: 5, CAP_SETGID: 6, CAP_SETUID: 7,
-  CAP_NET_BIND_SERVICE: 10, CAP_NET_ADMIN: 12, CAP_NET_RAW: 13, CAP_SYS_ADMIN: 21, CAP_SYS_RESOURCE: 24,
+  CAP_CHOWN: 0,
+  CAP_DAC_OVERRIDE: 1,
+  CAP_DAC_READ_SEARCH: 2,
+  CAP_FOWNER: 3,
+  CAP_KILL: 5,
+  CAP_SETGID: 6,
+  CAP_SETUID: 7,
+  CAP_NET_BIND_SERVICE: 10,
+  CAP_NET_ADMIN: 12,
+  CAP_NET_RAW: 13,
+  CAP_SYS_ADMIN: 21,
+  CAP_SYS_RESOURCE: 24,
 };
 const UNIT_FILE = new URL('../../../image-build/elements/amphora-agent-ts/static/usr/lib/systemd/system/amphora-agent.service', import.meta.url);
 const members: TestBackend[] = [];
@@ -79,7 +89,10 @@ test('amphora-agent.service is active under its hardening, as /proc of the runni
   const capBnd = BigInt(`0x${/^CapBnd:\s+([0-9a-f]+)$/m.exec(status)![1]}`);
   assert.is(capBnd.toString(16), expected.toString(16), 'CapBnd');
   // ProtectSystem=strict: / and /usr read-only for the agent, its ReadWritePaths writable.
-  const mounts = amp.guest.root(`cat /proc/${pid}/mountinfo`).split('\n').map((l) => l.split(' '));
+  const mounts = amp.guest
+    .root(`cat /proc/${pid}/mountinfo`)
+    .split('\n')
+    .map((l) => l.split(' '));
   const options = (mountPoint: string) => mounts.find((f) => f[4] === mountPoint)?.[5] ?? '';
   assert.match(options('/'), /^ro\b/, 'root read-only');
   assert.match(options('/var/lib/octavia'), /^rw\b/, '/var/lib/octavia writable');
@@ -92,12 +105,12 @@ test('amphora-agent.service is active under its hardening, as /proc of the runni
 
 test("Octavia 19's client: info gives the image's haproxy, details the VM", async () => {
   const started = Date.now();
-  const info = await amp.peer!.call('get_info') as Record<string, string>;
+  const info = (await amp.peer!.call('get_info')) as Record<string, string>;
   console.log(`first answer from Octavia's client: ${seconds(started)} s`);
   const haproxy = /version (\S+)/.exec(amp.guest.run('/usr/sbin/haproxy -v').stdout)![1]!;
   assert.is(info.haproxy_version, haproxy);
   assert.is(info.hostname, `amphora-${amp.amphoraId}`);
-  const details = await amp.peer!.call('get_details') as { cpu_count: number; memory: Record<string, number>; haproxy_version: string; interface?: string };
+  const details = (await amp.peer!.call('get_details')) as { cpu_count: number; memory: Record<string, number>; haproxy_version: string; interface?: string };
   assert.is(details.cpu_count, 1);
   assert.ok(details.memory.total! > 800_000 && details.memory.total! < 1_100_000, `memory.total ${details.memory.total}`);
   assert.is(details.haproxy_version, haproxy);
@@ -154,10 +167,15 @@ test('haproxy-<lb>.service: active, enabled, MainPID the master in amphora-hapro
   assert.match(amp.guest.root(`tr '\\0' ' ' < /proc/${before.pid}/cmdline`), /haproxy .*-W/);
   amp.guest.root(`kill -9 ${before.pid}`);
   const killedAt = Date.now();
-  const after = await waitFor('systemd to restart haproxy', () => {
-    const u = amp.haproxyUnit();
-    return u.active === 'active' && u.pid > 1 && u.pid !== before.pid ? u : null;
-  }, 120_000, 1000);
+  const after = await waitFor(
+    'systemd to restart haproxy',
+    () => {
+      const u = amp.haproxyUnit();
+      return u.active === 'active' && u.pid > 1 && u.pid !== before.pid ? u : null;
+    },
+    120_000,
+    1000,
+  );
   console.log(`haproxy restarted by systemd ${seconds(killedAt)} s after kill -9 (pid ${before.pid} -> ${after!.pid})`);
   assert.is(amp.guest.root(`ip netns identify ${after!.pid}`).trim(), 'amphora-haproxy');
   const load = new LoadGenerator(amp.vipUrl, 10, 2).start();
@@ -168,7 +186,7 @@ test('haproxy-<lb>.service: active, enabled, MainPID the master in amphora-hapro
   }
 });
 
-test('certificate upload: the md5 Octavia reads back is the uploaded PEM\'s', async () => {
+test("certificate upload: the md5 Octavia reads back is the uploaded PEM's", async () => {
   const pem = amp.build.config_drive_files!['/etc/octavia/certs/client_ca.pem']!;
   await amp.peer!.call('upload_cert_pem', amp.lbId, 'vm-boot.pem', pem);
   assert.is(await amp.peer!.call('get_cert_md5sum', amp.lbId, 'vm-boot.pem'), createHash('md5').update(pem).digest('hex'));
@@ -179,8 +197,10 @@ test('agent config update: heartbeats go to the new controller from the next one
   const second = new HeartbeatReceiver(SECOND_HEARTBEAT_PORT, amp.heartbeatKey, OCTAVIA_19);
   try {
     await second.waitReady();
-    const conf = amp.build.config_drive_files!['/etc/octavia/amphora-agent.conf']!
-      .replace(`10.0.2.2:${amp.heartbeatPort}`, `10.0.2.2:${SECOND_HEARTBEAT_PORT}`);
+    const conf = amp.build.config_drive_files!['/etc/octavia/amphora-agent.conf']!.replace(
+      `10.0.2.2:${amp.heartbeatPort}`,
+      `10.0.2.2:${SECOND_HEARTBEAT_PORT}`,
+    );
     assert.match(conf, new RegExp(`controller_ip_port_list = 10\\.0\\.2\\.2:${SECOND_HEARTBEAT_PORT}`));
     const updated = Date.now();
     await amp.peer!.call('update_agent_config', conf);

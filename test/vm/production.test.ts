@@ -51,7 +51,10 @@ function imageInputs(): string {
   const hash = createHash('sha256');
   for (const f of [...filesUnder('image-build'), 'diskimage.yaml'].sort()) {
     const path = `${REPO}${f}`;
-    hash.update(`${f}\0${(statSync(path).mode & 0o111) !== 0 ? 'x' : '-'}\0`).update(readFileSync(path)).update('\0');
+    hash
+      .update(`${f}\0${(statSync(path).mode & 0o111) !== 0 ? 'x' : '-'}\0`)
+      .update(readFileSync(path))
+      .update('\0');
   }
   return hash.digest('hex').slice(0, 16);
 }
@@ -77,9 +80,11 @@ if (!due) {
   /** Steps that passed, for both images: the record is written only when all did. */
   let passedSteps = 0;
 
-  test.before(loud(async () => {
-    await Promise.all(amphorae.map(({ amp, image }) => amp.boot({ image, diskGb: DISK_GB })));
-  }));
+  test.before(
+    loud(async () => {
+      await Promise.all(amphorae.map(({ amp, image }) => amp.boot({ image, diskGb: DISK_GB })));
+    }),
+  );
   test.after(async () => {
     for (const { amp } of amphorae) amp.cleanup();
     for (const m of members) await m.stop();

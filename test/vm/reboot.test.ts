@@ -19,21 +19,23 @@ const ports = testPorts('vm-reboot');
 const amp = new AmphoraVm('vm-reboot', ports, 15);
 let member: TestBackend | null = null;
 
-test.before(loud(async () => {
-  await amp.boot();
-  // The load balancer, as the controller creates it: VIP port, config, start.
-  await amp.hotplugVip();
-  await amp.peer!.call('plug_vip', amp.vip, amp.vipNetInfo);
-  member = await new TestBackend('m1', amp.vipHost, ports.one()).start();
-  await amp.peer!.call('upload_config', amp.lbId, await amp.render([member]));
-  await amp.peer!.call('start_listener', amp.lbId);
-  const load = new LoadGenerator(amp.vipUrl, 5, 1).start();
-  try {
-    await waitFor('traffic through the VIP', () => load.records.some((r) => r.status === 200), 120_000, 250);
-  } finally {
-    await load.stop();
-  }
-}));
+test.before(
+  loud(async () => {
+    await amp.boot();
+    // The load balancer, as the controller creates it: VIP port, config, start.
+    await amp.hotplugVip();
+    await amp.peer!.call('plug_vip', amp.vip, amp.vipNetInfo);
+    member = await new TestBackend('m1', amp.vipHost, ports.one()).start();
+    await amp.peer!.call('upload_config', amp.lbId, await amp.render([member]));
+    await amp.peer!.call('start_listener', amp.lbId);
+    const load = new LoadGenerator(amp.vipUrl, 5, 1).start();
+    try {
+      await waitFor('traffic through the VIP', () => load.records.some((r) => r.status === 200), 120_000, 250);
+    } finally {
+      await load.stop();
+    }
+  }),
+);
 test.after(async () => {
   amp.cleanup();
   await member?.stop();
@@ -41,10 +43,15 @@ test.after(async () => {
 
 /** After a reboot of any kind: a new boot, the load balancer serving and OPEN in heartbeats, with no controller call. */
 async function backWithoutController(how: string, bootIdBefore: string, since: number): Promise<void> {
-  await waitFor(`ssh after the ${how}`, () => {
-    const r = amp.guest.run('cat /proc/sys/kernel/random/boot_id', 30_000);
-    return r.status === 0 && r.stdout.trim() !== bootIdBefore;
-  }, 10 * 60_000, 3000);
+  await waitFor(
+    `ssh after the ${how}`,
+    () => {
+      const r = amp.guest.run('cat /proc/sys/kernel/random/boot_id', 30_000);
+      return r.status === 0 && r.stdout.trim() !== bootIdBefore;
+    },
+    10 * 60_000,
+    3000,
+  );
   const load = new LoadGenerator(amp.vipUrl, 5, 1).start();
   try {
     await waitFor(`traffic through the VIP after the ${how}`, () => load.records.some((r) => r.status === 200 && r.start >= since), 10 * 60_000, 500);
@@ -52,8 +59,12 @@ async function backWithoutController(how: string, bootIdBefore: string, since: n
     await load.stop();
   }
   console.log(`${how}: serving again ${seconds(since)} s after it`);
-  const open = await waitFor(`a heartbeat with the listener OPEN after the ${how}`, () => amp.heartbeats!.accepted(since).find(
-    (m) => m.id === amp.amphoraId && m.listeners[amp.listenerId]?.status === 'OPEN'), 5 * 60_000, 1000);
+  const open = await waitFor(
+    `a heartbeat with the listener OPEN after the ${how}`,
+    () => amp.heartbeats!.accepted(since).find((m) => m.id === amp.amphoraId && m.listeners[amp.listenerId]?.status === 'OPEN'),
+    5 * 60_000,
+    1000,
+  );
   assert.ok(open);
   const addr = amp.guest.root('ip netns exec amphora-haproxy ip -o addr show dev eth1');
   assert.match(addr, /inet 10\.214\.15\.10\/32/, 'VIP restored');

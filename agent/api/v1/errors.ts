@@ -23,7 +23,10 @@ import { frameworkBody, sendJson } from '../errors.js';
 export class InvalidRequestError extends AgentError {
   readonly kind = 'invalid_input';
 
-  constructor(message: string, readonly details?: string) {
+  constructor(
+    message: string,
+    readonly details?: string,
+  ) {
     super(message);
   }
 }
@@ -44,7 +47,8 @@ export interface V1ErrorResponse {
 }
 
 const message = (status: number, text: string, details?: string): V1ErrorResponse => ({
-  status, body: details === undefined ? { message: text } : { message: text, details },
+  status,
+  body: details === undefined ? { message: text } : { message: text, details },
 });
 
 /**

@@ -54,14 +54,20 @@ function vipSubnets(vip: string, body: Json): VipSubnet[] {
       throw new InvalidRequestError('Invalid VIP: each additional VIP needs ip_address, subnet_cidr, gateway and host_routes');
     }
     parseOrBad(String(a.subnet_cidr), 'Invalid VIP');
-    out.push({ ip_address: String(a.ip_address), subnet_cidr: String(a.subnet_cidr), gateway: a.gateway === null ? null : String(a.gateway), host_routes: hostRoutes(a.host_routes) });
+    out.push({
+      ip_address: String(a.ip_address),
+      subnet_cidr: String(a.subnet_cidr),
+      gateway: a.gateway === null ? null : String(a.gateway),
+      host_routes: hostRoutes(a.host_routes),
+    });
   }
   return out;
 }
 
 function vrrpIpOf(body: Json): string | null {
   if (body.vrrp_ip === undefined || body.vrrp_ip === null) return null;
-  if (!ipFamily(String(body.vrrp_ip))) throw new InvalidRequestError(`Invalid VRRP Address: '${String(body.vrrp_ip)}' does not appear to be an IPv4 or IPv6 address`);
+  if (!ipFamily(String(body.vrrp_ip)))
+    throw new InvalidRequestError(`Invalid VRRP Address: '${String(body.vrrp_ip)}' does not appear to be an IPv4 or IPv6 address`);
   return String(body.vrrp_ip);
 }
 
@@ -90,9 +96,17 @@ export function registerNetworkRoutes(routes: Routes, settings: () => PlugSettin
       const mac = String(body.mac_address);
       if (!MAC.test(mac)) throw new BadRequestError('Invalid subnet information');
       const vips = vipSubnets(String(req.params.vip), body);
-      const ifname = await plugVip(settings(), {
-        vips, mac, vrrpIp: vrrpIpOf(body), mtu: optionalMtu(body.mtu), isSriov: (body.is_sriov as boolean | undefined) ?? null,
-      }, log);
+      const ifname = await plugVip(
+        settings(),
+        {
+          vips,
+          mac,
+          vrrpIp: vrrpIpOf(body),
+          mtu: optionalMtu(body.mtu),
+          isSriov: (body.is_sriov as boolean | undefined) ?? null,
+        },
+        log,
+      );
       sendJson(res, 202, { message: 'OK', details: `VIPs plugged on interface ${ifname}: ${vips.map((v) => explode(v.ip_address)).join(', ')}` });
     } catch (err) {
       sendV1Error(res, err, 'Error plugging VIP');
@@ -110,10 +124,17 @@ export function registerNetworkRoutes(routes: Routes, settings: () => PlugSettin
         const info = body.vip_net_info;
         vip = { vips: vipSubnets(String(info.vip), info), vrrpIp: vrrpIpOf(info) };
       }
-      const out = await plugNetwork(settings(), {
-        mac: String(body.mac_address), fixedIps: fixedIps(body.fixed_ips), mtu: optionalMtu(body.mtu),
-        isSriov: (body.is_sriov as boolean | undefined) ?? null, vip,
-      }, log);
+      const out = await plugNetwork(
+        settings(),
+        {
+          mac: String(body.mac_address),
+          fixedIps: fixedIps(body.fixed_ips),
+          mtu: optionalMtu(body.mtu),
+          isSriov: (body.is_sriov as boolean | undefined) ?? null,
+          vip,
+        },
+        log,
+      );
       sendJson(res, 202, { message: 'OK', details: out.updated ? `Updated existing interface ${out.ifname}` : `Plugged on interface ${out.ifname}` });
     } catch (err) {
       sendV1Error(res, err, 'Error plugging network');

@@ -70,13 +70,15 @@ export function createV1Router(deps: V1Deps): Router {
     const why = idRefusal(config(), value);
     return why === null ? null : `Invalid ${name} ${JSON.stringify(value)}: ${why}`;
   };
-  const ids = (...names: string[]) => (req: Request, res: Response, next: () => void) => {
-    for (const n of names) {
-      const why = refusal(n, String(req.params[n]));
-      if (why !== null) return sendMessage(res, 400, 'Invalid request', why);
-    }
-    next();
-  };
+  const ids =
+    (...names: string[]) =>
+    (req: Request, res: Response, next: () => void) => {
+      for (const n of names) {
+        const why = refusal(n, String(req.params[n]));
+        if (why !== null) return sendMessage(res, 400, 'Invalid request', why);
+      }
+      next();
+    };
 
   routes.get('/info', async (_req, res) => {
     const v = await deps.packageVersions();
@@ -91,11 +93,17 @@ export function createV1Router(deps: V1Deps): Router {
 
   routes.get('/details', async (_req, res) => {
     const v = await deps.packageVersions();
-    sendJson(res, 200, await collectDetails({
-      haproxyVersion: v.haproxy, keepalivedVersion: v.keepalived, ipvsadmVersion: v.ipvsadm,
-      netns: config().amphoraAgent.networkNamespace,
-      ...(await processCounts(deps.engine, basePath())),
-    }));
+    sendJson(
+      res,
+      200,
+      await collectDetails({
+        haproxyVersion: v.haproxy,
+        keepalivedVersion: v.keepalived,
+        ipvsadmVersion: v.ipvsadm,
+        netns: config().amphoraAgent.networkNamespace,
+        ...(await processCounts(deps.engine, basePath())),
+      }),
+    );
   });
 
   routes.get('/listeners', async (_req, res) => sendJson(res, 200, await listenerInventory(deps.engine, basePath())));

@@ -25,7 +25,8 @@ export interface V2ErrorResponse {
 }
 
 const problem = (status: number, error: string, message: string, problems?: string[]): V2ErrorResponse => ({
-  status, body: problems === undefined ? { error, message } : { error, message, problems },
+  status,
+  body: problems === undefined ? { error, message } : { error, message, problems },
 });
 
 export function v2ErrorResponse(err: unknown): V2ErrorResponse {

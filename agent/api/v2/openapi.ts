@@ -13,11 +13,19 @@ const error = (description: string) => ({ description, content: json(ref('Error'
 const lbId = { name: 'lb_id', in: 'path', required: true, schema: { type: 'string', pattern: OBJECT_ID_PATTERN } };
 const poolId = { name: 'pool_id', in: 'path', required: true, schema: { type: 'string', pattern: SPEC_NAME_PATTERN } };
 const memberId = { name: 'member_id', in: 'path', required: true, schema: { type: 'string', pattern: SPEC_NAME_PATTERN } };
-const dryRun = { name: 'dry_run', in: 'query', required: false, schema: { type: 'boolean' },
-  description: 'Validate and render only: returns the config and the change plan, haproxy is not touched.' };
+const dryRun = {
+  name: 'dry_run',
+  in: 'query',
+  required: false,
+  schema: { type: 'boolean' },
+  description: 'Validate and render only: returns the config and the change plan, haproxy is not touched.',
+};
 const certName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: PEM_FILENAME_PATTERN } };
 const ifMatch = {
-  name: 'If-Match', in: 'header', required: false, schema: { type: 'string' },
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  schema: { type: 'string' },
   description: 'The ETag of the spec this change is based on ("*": any existing spec). A different current ETag gives 412.',
 };
 
@@ -28,8 +36,9 @@ export function openApiDocument(): object {
     info: {
       title: 'Octavia amphora agent, API 2.0',
       version: '2.0',
-      description: 'Declarative load balancers: PUT a spec (Octavia\'s object model as JSON), the agent renders and applies it; ' +
-        'member-only changes go through haproxy\'s runtime API without a reload. Served over HTTPS with mutual TLS, like API 1.0.',
+      description:
+        "Declarative load balancers: PUT a spec (Octavia's object model as JSON), the agent renders and applies it; " +
+        "member-only changes go through haproxy's runtime API without a reload. Served over HTTPS with mutual TLS, like API 1.0.",
     },
     paths: {
       '/2.0/loadbalancers/{lb_id}': {
@@ -45,12 +54,17 @@ export function openApiDocument(): object {
             409: error('A certificate file the spec names has not been uploaded'),
             412: error('If-Match does not match the current ETag'),
             422: error('haproxy refused the rendered configuration (for example an unreadable certificate)'),
-            500: error('haproxy did not load the configuration (after a failed reload it keeps serving the previous one; after a failed first start nothing serves), or keepalived did not start a UDP/SCTP listener'),
+            500: error(
+              'haproxy did not load the configuration (after a failed reload it keeps serving the previous one; after a failed first start nothing serves), or keepalived did not start a UDP/SCTP listener',
+            ),
           },
         },
         get: {
           summary: 'The current spec, its ETag and the rendered haproxy config',
-          responses: { 200: { description: 'OK', headers: { ETag: { schema: { type: 'string' } } }, content: json(ref('StoredSpec')) }, 404: error('No such load balancer') },
+          responses: {
+            200: { description: 'OK', headers: { ETag: { schema: { type: 'string' } } }, content: json(ref('StoredSpec')) },
+            404: error('No such load balancer'),
+          },
         },
         delete: {
           summary: 'Stop and remove the load balancer',
@@ -61,8 +75,9 @@ export function openApiDocument(): object {
       '/2.0/loadbalancers/{lb_id}/pools/{pool_id}/members/{member_id}': {
         parameters: [lbId, poolId, memberId],
         put: {
-          summary: 'Add or replace one member of a pool; the load balancer\'s ETag, If-Match, dry run, protection and result words are those of the whole-spec PUT, ' +
-            'and the cost does not grow with the load balancer (a UDP/SCTP pool\'s member goes through the whole-spec path)',
+          summary:
+            "Add or replace one member of a pool; the load balancer's ETag, If-Match, dry run, protection and result words are those of the whole-spec PUT, " +
+            "and the cost does not grow with the load balancer (a UDP/SCTP pool's member goes through the whole-spec path)",
           parameters: [ifMatch, dryRun],
           requestBody: { required: true, content: json(ref('Member')) },
           responses: {
@@ -134,20 +149,29 @@ export function openApiDocument(): object {
           type: 'object',
           properties: {
             id: { type: 'string' },
-            listeners: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, operating_status: { type: 'string' }, haproxy_status: { type: 'string' } } } },
+            listeners: {
+              type: 'array',
+              items: { type: 'object', properties: { id: { type: 'string' }, operating_status: { type: 'string' }, haproxy_status: { type: 'string' } } },
+            },
             pools: {
               type: 'array',
               items: {
                 type: 'object',
                 properties: {
-                  id: { type: 'string' }, listener_id: { type: 'string' }, operating_status: { type: 'string' }, haproxy_status: { type: 'string' },
-                  members: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, operating_status: { type: 'string' }, haproxy_status: { type: 'string' } } } },
+                  id: { type: 'string' },
+                  listener_id: { type: 'string' },
+                  operating_status: { type: 'string' },
+                  haproxy_status: { type: 'string' },
+                  members: {
+                    type: 'array',
+                    items: { type: 'object', properties: { id: { type: 'string' }, operating_status: { type: 'string' }, haproxy_status: { type: 'string' } } },
+                  },
                 },
               },
             },
             haproxy: {
               type: 'object',
-              description: 'Who keeps haproxy running: the direct supervisor\'s restarts (restart) or the systemd unit (unit)',
+              description: "Who keeps haproxy running: the direct supervisor's restarts (restart) or the systemd unit (unit)",
               properties: {
                 process_manager: { type: 'string', enum: ['direct', 'systemd'] },
                 running: { type: 'boolean' },
@@ -155,15 +179,22 @@ export function openApiDocument(): object {
                 restart: {
                   type: 'object',
                   properties: {
-                    state: { type: 'string', enum: ['running', 'stopped', 'waiting', 'dead'] }, restarts_in_a_row: { type: 'integer' },
-                    next_restart_in_s: { type: 'integer' }, last_error: { type: ['string', 'null'] },
+                    state: { type: 'string', enum: ['running', 'stopped', 'waiting', 'dead'] },
+                    restarts_in_a_row: { type: 'integer' },
+                    next_restart_in_s: { type: 'integer' },
+                    last_error: { type: ['string', 'null'] },
                   },
                 },
                 unit: {
                   type: 'object',
                   properties: {
-                    name: { type: 'string' }, load_state: { type: 'string' }, active_state: { type: 'string' }, sub_state: { type: 'string' },
-                    result: { type: 'string' }, restarts: { type: 'integer' }, failed: { type: 'boolean' },
+                    name: { type: 'string' },
+                    load_state: { type: 'string' },
+                    active_state: { type: 'string' },
+                    sub_state: { type: 'string' },
+                    result: { type: 'string' },
+                    restarts: { type: 'integer' },
+                    failed: { type: 'boolean' },
                   },
                 },
               },

@@ -55,8 +55,13 @@ export function createV2Router(deps: V2Deps): Router {
   const sendResult = (res: Response, out: PutResult, dryRun: boolean) => {
     res.setHeader('ETag', out.etag);
     sendJson(res, out.created && !dryRun ? 201 : 200, {
-      result: out.result, etag: out.etag, changes: out.changes, runtime: out.runtime,
-      reload_reason: out.reloadReason, pending: out.pending, lvs: out.lvs,
+      result: out.result,
+      etag: out.etag,
+      changes: out.changes,
+      runtime: out.runtime,
+      reload_reason: out.reloadReason,
+      pending: out.pending,
+      lvs: out.lvs,
       ...(dryRun ? { plan: out.plan, config: out.config } : {}),
     });
   };
@@ -70,7 +75,8 @@ export function createV2Router(deps: V2Deps): Router {
   const memberPath = '/loadbalancers/:lbId/pools/:poolId/members/:memberId';
   const memberParams = (req: Request, res: Response, next: NextFunction) => {
     for (const name of ['poolId', 'memberId']) {
-      if (!isSpecName(String(req.params[name]))) return fail(res, 400, 'invalid_request', `invalid ${name === 'poolId' ? 'pool' : 'member'} id ${JSON.stringify(req.params[name])}`);
+      if (!isSpecName(String(req.params[name])))
+        return fail(res, 400, 'invalid_request', `invalid ${name === 'poolId' ? 'pool' : 'member'} id ${JSON.stringify(req.params[name])}`);
     }
     next();
   };
@@ -79,8 +85,19 @@ export function createV2Router(deps: V2Deps): Router {
     const { lbId, poolId, memberId } = req.params as Record<string, string>;
     sendResult(res, await loadBalancers.putMember(lbId!, poolId!, memberId!, document(req), { ifMatch: ifMatch(req), dryRun }), dryRun);
   };
-  routes.put(memberPath, lbParam, memberParams, body, memberCall((req) => req.body ?? {}));
-  routes.delete(memberPath, lbParam, memberParams, memberCall(() => null));
+  routes.put(
+    memberPath,
+    lbParam,
+    memberParams,
+    body,
+    memberCall((req) => req.body ?? {}),
+  );
+  routes.delete(
+    memberPath,
+    lbParam,
+    memberParams,
+    memberCall(() => null),
+  );
 
   routes.get('/loadbalancers/:lbId', lbParam, async (req, res) => {
     const stored = await loadBalancers.get(String(req.params.lbId));

@@ -23,15 +23,26 @@ export interface AcceptanceDeps {
  * 10,000 members the check takes most of a second.
  */
 export async function acceptConfig(
-  deps: AcceptanceDeps, files: LoadBalancerFiles, amphoraId: string, text: string, runnable: string, meanwhile?: () => void,
+  deps: AcceptanceDeps,
+  files: LoadBalancerFiles,
+  amphoraId: string,
+  text: string,
+  runnable: string,
+  meanwhile?: () => void,
 ): Promise<void> {
   await ensureUserGroupFile(deps);
   await ensureDir(files.dir, 0o755);
   await writeFileAtomic(files.candidate, text, 0o600);
   if (runnable !== text) await writeFileAtomic(files.candidateLive, runnable, 0o600);
   const check = [
-    ...deps.haproxyCommand, '-c', '-L', peerName(amphoraId),
-    '-f', runnable !== text ? files.candidateLive : files.candidate, '-f', deps.userGroupFile,
+    ...deps.haproxyCommand,
+    '-c',
+    '-L',
+    peerName(amphoraId),
+    '-f',
+    runnable !== text ? files.candidateLive : files.candidate,
+    '-f',
+    deps.userGroupFile,
   ];
   // Quiet (-q): haproxy -c applies the server-state file too, and prints a
   // warning for every member it holds DOWN (2 MB at 10,000 members) that

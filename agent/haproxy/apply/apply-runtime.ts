@@ -30,7 +30,10 @@ export interface ApplyRuntimeDeps {
 export function configFiles(files: LoadBalancerFiles, change: { text: string; runnable: string }): FileContent[] {
   return change.runnable === change.text
     ? [{ path: [files.config, files.live], data: change.text }]
-    : [{ path: files.config, data: change.text }, { path: files.live, data: change.runnable }];
+    : [
+        { path: files.config, data: change.text },
+        { path: files.live, data: change.runnable },
+      ];
 }
 
 /** How runtime steps ended: haproxy took them all (`files` written), or refused one or did not answer (nothing written). */

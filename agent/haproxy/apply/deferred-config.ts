@@ -34,7 +34,10 @@ export class DeferredConfig {
   private timer: NodeJS.Timeout | null = null;
 
   /** `due` is called when the files should be written (it takes the load balancer's lock and calls write). */
-  constructor(private readonly due: () => void, private readonly delayMs = DELAY_MS) {}
+  constructor(
+    private readonly due: () => void,
+    private readonly delayMs = DELAY_MS,
+  ) {}
 
   /** Hold `config` for `paths` (replacing what was held) until the next write; the marker is already on disk. */
   hold(config: EditedConfig, paths: string[], marker: string): void {

@@ -58,7 +58,8 @@ export class HaproxyEngine {
     this.baseDir = resolve(opts.baseDir);
     this.states = new LoadBalancerStates(this.baseDir, {
       heldConfigDue: (lbId) => {
-        this.lock.run(lbId, () => this.states.get(lbId).writeHeld())
+        this.lock
+          .run(lbId, () => this.states.get(lbId).writeHeld())
           .catch((err: Error) => opts.log.error({ lbId, err: err.message }, 'cannot write the config of member changes; retried at the next apply'));
       },
       heldConfigDelayMs: opts.memberConfigWriteDelayMs,
@@ -109,7 +110,9 @@ export class HaproxyEngine {
    * certificate files). `companions` are written before it answers.
    */
   apply(lbId: string, amphoraId: string, text: string, opts: { forceReload?: string; companions?: FileContent[] } = {}): Promise<ChangeReport> {
-    return this.writing(lbId, async (state) => this.told(lbId, await this.pipeline.apply(state, amphoraId, text, opts.forceReload ?? null, opts.companions ?? [])));
+    return this.writing(lbId, async (state) =>
+      this.told(lbId, await this.pipeline.apply(state, amphoraId, text, opts.forceReload ?? null, opts.companions ?? [])),
+    );
   }
 
   /**
@@ -270,7 +273,7 @@ export class HaproxyEngine {
 
   /** The watchdog's changes: nobody waits for them, so a failure to follow one is logged. */
   private async tellQuietly(change: HaproxyChange): Promise<void> {
-    await this.tell(change).catch((err: Error) => this.opts.log.warn({ lbId: change.lbId, err: err.message }, 'cannot record haproxy\'s state for keepalived'));
+    await this.tell(change).catch((err: Error) => this.opts.log.warn({ lbId: change.lbId, err: err.message }, "cannot record haproxy's state for keepalived"));
   }
 
   /** A verb's report, after its load (if it loaded) was told: runtime changes and no change bind nothing new. */

@@ -54,7 +54,11 @@ export class LoadBalancerState {
   /** The direct supervisor's restart delays (watchdog.ts). */
   readonly restarts: RestartBackoff;
 
-  constructor(readonly lbId: string, readonly files: LoadBalancerFiles, opts: StateOptions) {
+  constructor(
+    readonly lbId: string,
+    readonly files: LoadBalancerFiles,
+    opts: StateOptions,
+  ) {
     this.deferred = new DeferredConfig(() => opts.heldConfigDue(lbId), opts.heldConfigDelayMs);
     this.restarts = new RestartBackoff(opts.restartPolicy);
   }
@@ -171,7 +175,10 @@ export class LoadBalancerState {
 export class LoadBalancerStates {
   private readonly states = new Map<string, LoadBalancerState>();
 
-  constructor(private readonly baseDir: string, private readonly opts: StateOptions) {}
+  constructor(
+    private readonly baseDir: string,
+    private readonly opts: StateOptions,
+  ) {}
 
   files(lbId: string): LoadBalancerFiles {
     return loadBalancerFiles(this.baseDir, lbId);

@@ -54,22 +54,38 @@ export interface LoadReport {
  * `inst`. `config` is read from that text: protection edits it by the line
  * numbers found there. `previousLive`: the live config on disk now.
  */
-export async function loadConfig(deps: LoadDeps, inst: HaproxyInstance, runnableText: string, config: ConfigInfo, previousLive: string | null): Promise<LoadReport> {
+export async function loadConfig(
+  deps: LoadDeps,
+  inst: HaproxyInstance,
+  runnableText: string,
+  config: ConfigInfo,
+  previousLive: string | null,
+): Promise<LoadReport> {
   const started = Date.now();
   const { files, lbId } = inst;
   const before = await deps.supervisor.status(inst);
   // Nothing is written: a stopped master would take neither a reload nor a runtime command.
-  if (before.stopped) throw new HaproxyFailedError('reload', `haproxy's master (pid ${before.masterPid}) is stopped (SIGSTOP or a debugger); it can reload once it is continued (SIGCONT)`);
+  if (before.stopped)
+    throw new HaproxyFailedError(
+      'reload',
+      `haproxy's master (pid ${before.masterPid}) is stopped (SIGSTOP or a debugger); it can reload once it is continued (SIGCONT)`,
+    );
   if (before.running && previousLive !== null && hasPeers(previousLive)) await awaitPeersLesson(deps, inst);
-  const running = before.running ? {
-    state: await runningState(inst, config.serverStateFile, deps.log),
-    config: previousLive,
-    // Members waiting in (CLI) maintenance for a first passing check would keep
-    // that maintenance through the state file: they start again as new members.
-    readmit: await deps.pending.keys(lbId),
-  } : null;
+  const running = before.running
+    ? {
+        state: await runningState(inst, config.serverStateFile, deps.log),
+        config: previousLive,
+        // Members waiting in (CLI) maintenance for a first passing check would keep
+        // that maintenance through the state file: they start again as new members.
+        readmit: await deps.pending.keys(lbId),
+      }
+    : null;
   const plan = planProtection({
-    configText: runnableText, config, running, initStateAtStartup: deps.initStateAtStartup, protect: deps.protect,
+    configText: runnableText,
+    config,
+    running,
+    initStateAtStartup: deps.initStateAtStartup,
+    protect: deps.protect,
   });
   for (const w of plan.warnings) deps.log.warn({ lbId }, w);
 
@@ -128,7 +144,10 @@ async function awaitPeersLesson(deps: LoadDeps, inst: HaproxyInstance): Promise<
   const learning = await waitForPeersLesson(inst.files.masterSocket);
   const waitedMs = Date.now() - started;
   if (learning.length > 0) {
-    deps.log.warn({ lbId: inst.lbId, sections: learning, waitedMs }, 'reloading before haproxy finished learning its stick tables: the new worker gets only what its peers teach it');
+    deps.log.warn(
+      { lbId: inst.lbId, sections: learning, waitedMs },
+      'reloading before haproxy finished learning its stick tables: the new worker gets only what its peers teach it',
+    );
   } else if (waitedMs >= 100) {
     deps.log.info({ lbId: inst.lbId, waitedMs }, 'waited for haproxy to finish learning its stick tables before reloading');
   }

@@ -13,7 +13,10 @@ export class MemberList<T extends { backend: string; server: string }> {
   /** The states' flags were read from disk (the first time after an agent start). */
   private read = false;
 
-  constructor(private readonly states: LoadBalancerStates, private readonly kind: 'pending' | 'retired') {}
+  constructor(
+    private readonly states: LoadBalancerStates,
+    private readonly kind: 'pending' | 'retired',
+  ) {}
 
   private file(lbId: string): string {
     const files = this.states.files(lbId);

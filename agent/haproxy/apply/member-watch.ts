@@ -22,7 +22,8 @@ export class MemberWatch {
   /** Make ready the members that wait in maintenance for a passing check. */
   async promotePending(): Promise<void> {
     for (const lbId of await this.pending.waiting()) {
-      await this.lock.run(lbId, () => this.pending.promote(lbId, this.runtimeApi(lbId), this.log))
+      await this.lock
+        .run(lbId, () => this.pending.promote(lbId, this.runtimeApi(lbId), this.log))
         .catch((err: Error) => this.log.warn({ lbId, err: err.message }, 'cannot promote pending members'));
     }
   }
@@ -30,7 +31,8 @@ export class MemberWatch {
   /** Delete the retired members whose sessions have ended. */
   async sweepRetired(): Promise<void> {
     for (const lbId of await this.retired.waiting()) {
-      await this.lock.run(lbId, () => this.retired.sweep(lbId, this.runtimeApi(lbId), this.log))
+      await this.lock
+        .run(lbId, () => this.retired.sweep(lbId, this.runtimeApi(lbId), this.log))
         .catch((err: Error) => this.log.warn({ lbId, err: err.message }, 'cannot delete retired members'));
     }
   }

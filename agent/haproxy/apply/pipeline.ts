@@ -172,7 +172,13 @@ export class ApplyPipeline {
    * later (deferred-config.ts), its companions and the marker that says the
    * files are behind now. Refused by haproxy, it reloads instead.
    */
-  private async editAtRuntime(state: LoadBalancerState, amphoraId: string, edit: MemberEdit, steps: RuntimeStep[], companions: FileContent[]): Promise<ChangeReport> {
+  private async editAtRuntime(
+    state: LoadBalancerState,
+    amphoraId: string,
+    edit: MemberEdit,
+    steps: RuntimeStep[],
+    companions: FileContent[],
+  ): Promise<ChangeReport> {
     const { files } = state;
     const done = await changeAtRuntime(this.runtimeDeps(state), [{ path: files.configBehind, data: '' }, ...companions], steps);
     if (done.kind === 'applied') {
@@ -193,7 +199,13 @@ export class ApplyPipeline {
   }
 
   /** Execute a new config's plan. Written now, the config no longer lags the spec (a catch-up after an agent restart ends here). */
-  private async executeNew(state: LoadBalancerState, amphoraId: string, text: string, { plan, live, runnable }: Planned & { runnable: string }, companions: FileContent[]): Promise<ChangeReport> {
+  private async executeNew(
+    state: LoadBalancerState,
+    amphoraId: string,
+    text: string,
+    { plan, live, runnable }: Planned & { runnable: string },
+    companions: FileContent[],
+  ): Promise<ChangeReport> {
     const report = await this.execute(state, plan, { text, runnable, amphoraId, candidate: true, companions, live });
     await removeFile(state.files.configBehind);
     return report;
@@ -244,11 +256,22 @@ export class ApplyPipeline {
   private async load(state: LoadBalancerState, inst: HaproxyInstance, text: string, runnable: string, live?: string | null): Promise<LoadReport> {
     const caps = await this.capabilities();
     const reading = state.takeReading();
-    const report = await loadConfig({
-      supervisor: this.opts.supervisor, log: this.opts.log, baseDir: this.baseDir, pending: this.pending, retired: this.retired,
-      initStateAtStartup: caps.initStateAtStartup, protect: this.opts.protectNewMembers !== false,
-      ...(this.opts.beforeBind ? { beforeBind: this.opts.beforeBind } : {}),
-    }, inst, runnable, reading?.runnable === runnable ? reading.config : readConfig(runnable), live === undefined ? await readTextIfExists(inst.files.live) : live);
+    const report = await loadConfig(
+      {
+        supervisor: this.opts.supervisor,
+        log: this.opts.log,
+        baseDir: this.baseDir,
+        pending: this.pending,
+        retired: this.retired,
+        initStateAtStartup: caps.initStateAtStartup,
+        protect: this.opts.protectNewMembers !== false,
+        ...(this.opts.beforeBind ? { beforeBind: this.opts.beforeBind } : {}),
+      },
+      inst,
+      runnable,
+      reading?.runnable === runnable ? reading.config : readConfig(runnable),
+      live === undefined ? await readTextIfExists(inst.files.live) : live,
+    );
     state.loaded(text, report.bindAddresses);
     return report;
   }

@@ -68,7 +68,10 @@ export interface MemberLines {
 export function planMemberLines(lines: MemberLines[]): Plan {
   const sections = (pick: (l: MemberLines) => string | null) =>
     `${lines.map((l) => [`backend ${l.backend}`, pick(l)].filter((x) => x !== null).join('\n')).join('\n')}\n`;
-  const { steps, reloadReason } = planRuntime(sections((l) => l.before), sections((l) => l.after));
+  const { steps, reloadReason } = planRuntime(
+    sections((l) => l.before),
+    sections((l) => l.after),
+  );
   if (reloadReason !== null) return reloadPlan(reloadReason);
   return steps.length === 0 ? { kind: 'unchanged' } : { kind: 'runtime', steps };
 }

@@ -17,7 +17,7 @@ interface Admitted {
 }
 
 export type RuntimeStep =
-  | ({ kind: 'add'; backend: string; server: string; /** words after `server <name>` */ args: string[]; checked: boolean; enabled: boolean } & Admitted)
+  | ({ kind: 'add'; backend: string; server: string /** words after `server <name>` */; args: string[]; checked: boolean; enabled: boolean } & Admitted)
   | { kind: 'remove'; backend: string; server: string }
   /** Removed the way a reload removes it (API 1.0): no new traffic, its sessions end on their own, then deleted (retired.ts). */
   | { kind: 'retire'; backend: string; server: string }
@@ -70,7 +70,7 @@ function serverName(line: string): string | null {
  */
 function backendOf(sectionLine: string): string | null {
   const words = tokenizeLine(sectionLine).words;
-  return words[0] === 'backend' ? words[1] ?? null : null;
+  return words[0] === 'backend' ? (words[1] ?? null) : null;
 }
 
 /** The backend the line at offset `at` is in (null: another section or none), from the section line above it. */
@@ -149,8 +149,16 @@ function riseOf(args: string[]): number {
 
 /** default-server keywords an add line can spell out, with the number of values each takes. */
 const SPELLED_OUT = new Map([
-  ['check', 0], ['no-check', 0], ['inter', 1], ['fastinter', 1], ['downinter', 1], ['fall', 1], ['rise', 1],
-  ['port', 1], ['addr', 1], ['weight', 1],
+  ['check', 0],
+  ['no-check', 0],
+  ['inter', 1],
+  ['fastinter', 1],
+  ['downinter', 1],
+  ['fall', 1],
+  ['rise', 1],
+  ['port', 1],
+  ['addr', 1],
+  ['weight', 1],
 ]);
 
 /**

@@ -46,7 +46,10 @@ class Sections {
 export class EditedConfig {
   private folded: string | null;
 
-  private constructor(private readonly sections: Sections, private readonly edits: readonly ServerLineEdit[]) {
+  private constructor(
+    private readonly sections: Sections,
+    private readonly edits: readonly ServerLineEdit[],
+  ) {
     this.folded = edits.length === 0 ? sections.text : null;
   }
 
@@ -92,8 +95,7 @@ export class EditedConfig {
 function fold(sections: Sections, edits: readonly ServerLineEdit[]): string {
   const byBackend = new Map<string, ServerLineEdit[]>();
   for (const e of edits) byBackend.set(e.backend, [...(byBackend.get(e.backend) ?? []), e]);
-  const touched = [...byBackend].map(([backend, own]) => ({ section: sections.of(backend)!, own }))
-    .sort((a, b) => a.section.body - b.section.body);
+  const touched = [...byBackend].map(([backend, own]) => ({ section: sections.of(backend)!, own })).sort((a, b) => a.section.body - b.section.body);
   const { text } = sections;
   const parts: string[] = [];
   let at = 0;

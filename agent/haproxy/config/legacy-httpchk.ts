@@ -82,5 +82,8 @@ function legacyParts(line: string): LegacyCheck | null {
 function word(w: string): string {
   if (/^[^\s"'\\#$]+$/.test(w)) return w;
   if (!w.includes("'") && !/[\r\n]/.test(w)) return `'${w}'`;
-  return `"${w.replace(/[\\"$]/g, (c) => `\\${c}`).replace(/\r/g, '\\r').replace(/\n/g, '\\n')}"`;
+  return `"${w
+    .replace(/[\\"$]/g, (c) => `\\${c}`)
+    .replace(/\r/g, '\\r')
+    .replace(/\n/g, '\\n')}"`;
 }

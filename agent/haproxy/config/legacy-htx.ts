@@ -8,5 +8,8 @@
 /** `text` without its `option http-use-htx` lines (comments and every other line kept byte for byte). */
 export function dropHttpUseHtx(text: string): string {
   if (!text.includes('http-use-htx')) return text;
-  return text.split('\n').filter((line) => !/^\s*option\s+http-use-htx\s*(#.*)?$/.test(line)).join('\n');
+  return text
+    .split('\n')
+    .filter((line) => !/^\s*option\s+http-use-htx\s*(#.*)?$/.test(line))
+    .join('\n');
 }

@@ -8,8 +8,13 @@ import type { ConfigInfo, ServerLine } from './config-reader.js';
 import { SECTION_KEYWORDS } from './tokenizer.js';
 import { memberKey } from '../../model/names.js';
 import {
-  formatServerState, parseServerState, splitServerAddress, stateLineCount, stoppedServerLine,
-  type ServerStateDump, type ServerStateEntry,
+  formatServerState,
+  parseServerState,
+  splitServerAddress,
+  stateLineCount,
+  stoppedServerLine,
+  type ServerStateDump,
+  type ServerStateEntry,
 } from './server-state.js';
 import { changedRegion } from './changed-region.js';
 
@@ -105,7 +110,8 @@ export function planProtection(input: ProtectionInput): ProtectionPlan {
     if (!input.config.serverStateFile || backend.loadServerState !== 'global') {
       warnings.push(
         `member ${memberKey(srv.backend, srv.name)} cannot start down: this haproxy lacks a working init-state and ` +
-        `the backend does not load the global server-state file`);
+          `the backend does not load the global server-state file`,
+      );
       continue;
     }
     const { host, port } = splitServerAddress(srv.address);
@@ -135,7 +141,10 @@ function sameMembers(running: RunningHaproxy, configText: string, config: Config
 const MEMBERSHIP = new RegExp(`server|^\\s*(?:${[...SECTION_KEYWORDS].join('|')})(?:\\s|$)`);
 
 function membershipLines(text: string): string {
-  return text.split('\n').filter((line) => MEMBERSHIP.test(line)).join('\n');
+  return text
+    .split('\n')
+    .filter((line) => MEMBERSHIP.test(line))
+    .join('\n');
 }
 
 /** The running servers, less those admitted again. */

@@ -5,9 +5,25 @@
 // no two parts can disagree on what a line says. Pure.
 /** The keywords that open a section: the line starting with one ends the section above it. */
 export const SECTION_KEYWORDS = new Set([
-  'global', 'defaults', 'frontend', 'backend', 'listen', 'peers', 'userlist', 'resolvers',
-  'mailers', 'program', 'http-errors', 'ring', 'cache', 'crt-store', 'traces', 'log-forward',
-  'fcgi-app', 'dynamic-update', 'acme',
+  'global',
+  'defaults',
+  'frontend',
+  'backend',
+  'listen',
+  'peers',
+  'userlist',
+  'resolvers',
+  'mailers',
+  'program',
+  'http-errors',
+  'ring',
+  'cache',
+  'crt-store',
+  'traces',
+  'log-forward',
+  'fcgi-app',
+  'dynamic-update',
+  'acme',
 ]);
 
 export interface Tokenized {
@@ -28,7 +44,16 @@ const SPACES = /[ \t\n\v\f\r]+/;
 /** Quotes, escapes and comments: a line without them is words between spaces. */
 const NEEDS_RESOLVING = /["'\\#]/;
 /** Backslash sequences haproxy resolves outside single quotes (\$ only inside double quotes, \xHH apart). */
-const ESCAPES = new Map([[' ', ' '], ['\\', '\\'], ['#', '#'], ["'", "'"], ['"', '"'], ['t', '\t'], ['n', '\n'], ['r', '\r']]);
+const ESCAPES = new Map([
+  [' ', ' '],
+  ['\\', '\\'],
+  ['#', '#'],
+  ["'", "'"],
+  ['"', '"'],
+  ['t', '\t'],
+  ['n', '\n'],
+  ['r', '\r'],
+]);
 /** haproxy's MAX_LINE_ARGS: a 65th word is a fatal "too many words" in 2.6 to 3.4. */
 export const MAX_WORDS = 64;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this looks for

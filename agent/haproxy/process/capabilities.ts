@@ -129,10 +129,17 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
   const sock = join(dir, 'master.sock');
   const initState = withInitState ? ' init-state fully-down' : '';
   await writeFile(cfg, `${PROBE_DEFAULTS}backend b\n  server s 127.0.0.1:1 check inter 1h fall 3 rise 2${initState}\n`);
-  const child = spawn(command[0]!, [...command.slice(1), '-W', '-db', '-f', cfg, '-S', sock], { stdio: ['ignore', 'ignore', 'pipe'], env: haproxyEnvironment() });
+  const child = spawn(command[0]!, [...command.slice(1), '-W', '-db', '-f', cfg, '-S', sock], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: haproxyEnvironment(),
+  });
   let stderr = '';
-  child.stderr!.on('data', (d) => { stderr += d; });
-  child.on('error', (err) => { stderr += err.message; });
+  child.stderr!.on('data', (d) => {
+    stderr += d;
+  });
+  child.on('error', (err) => {
+    stderr += err.message;
+  });
   const ended = new Promise<void>((resolve) => child.once('close', () => resolve()));
   // Recorded so that a probe orphaned by an agent crash is stopped by the next probe.
   if (child.pid) await writeFile(join(dir, 'pid'), `${child.pid} ${process.pid}`);
@@ -141,7 +148,9 @@ async function probeLive(command: string[], dir: string, withInitState: boolean)
     // to worker measured) must not fail the probe, which ends the agent.
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const table = await masterCommand(sock, 'show proc', 1000).then(parseShowProc).catch(() => null);
+      const table = await masterCommand(sock, 'show proc', 1000)
+        .then(parseShowProc)
+        .catch(() => null);
       if (table && table.workers.length > 0) break;
       if (Date.now() > deadline || child.exitCode !== null) {
         // Only an exited haproxy has all of its stderr; one still starting is

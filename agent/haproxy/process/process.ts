@@ -6,9 +6,7 @@
 import { HaproxyFailedError } from '../errors.js';
 import type { UnitState } from './systemd-unit.js';
 import type { LoadBalancerFiles } from '../layout.js';
-import {
-  currentWorker, masterCommand, parseShowProc, type ProcessTable,
-} from './master-cli.js';
+import { currentWorker, masterCommand, parseShowProc, type ProcessTable } from './master-cli.js';
 import { isProcessAlive, isProcessStopped, readPidFile, terminateProcess } from '../../system/proc.js';
 import { launchDaemon } from '../../system/exec.js';
 import { haproxyEnvironment } from './environment.js';
@@ -60,7 +58,9 @@ export async function readStatus(files: LoadBalancerFiles): Promise<HaproxyStatu
 }
 
 async function showProc(socket: string): Promise<ProcessTable | null> {
-  return masterCommand(socket, 'show proc', 2000).then(parseShowProc).catch(() => null);
+  return masterCommand(socket, 'show proc', 2000)
+    .then(parseShowProc)
+    .catch(() => null);
 }
 
 /**
@@ -73,7 +73,8 @@ export async function waitForFirstWorker(files: LoadBalancerFiles, action: strin
   for (;;) {
     const status = await readStatus(files);
     if (status.workerPid && (await workerAnswers(files.masterSocket, status.workerPid))) return status;
-    if (masterPid !== null && !(await isProcessAlive(masterPid))) throw new HaproxyFailedError(action, `haproxy (master pid ${masterPid}) exited before a worker answered`);
+    if (masterPid !== null && !(await isProcessAlive(masterPid)))
+      throw new HaproxyFailedError(action, `haproxy (master pid ${masterPid}) exited before a worker answered`);
     if (Date.now() > deadline) throw new HaproxyFailedError(action, 'no haproxy worker came up');
     await sleep(10);
   }
@@ -148,9 +149,7 @@ async function failureDetails(socket: string): Promise<string> {
   // such command and only says that the load failed.
   const logs = await masterCommand(socket, 'show startup-logs', 2000).catch(() => '');
   const alerts = logs.split('\n').filter((l) => /ALERT|WARNING/.test(l) && !/Former worker|Exiting/.test(l));
-  return alerts.length > 0
-    ? alerts.join('\n')
-    : 'haproxy could not load the new configuration (see the haproxy log); the previous workers keep serving';
+  return alerts.length > 0 ? alerts.join('\n') : 'haproxy could not load the new configuration (see the haproxy log); the previous workers keep serving';
 }
 
 /**
@@ -184,9 +183,18 @@ export class DirectSupervisor implements HaproxySupervisor {
   async start(inst: HaproxyInstance): Promise<HaproxyStatus> {
     const { files } = inst;
     const argv = [
-      ...this.haproxyCommand, '-W', '-D',
-      '-f', files.live, ...(this.userGroupFile ? ['-f', this.userGroupFile] : []),
-      '-p', files.pidFile, '-S', `${files.masterSocket},mode,600`, '-L', inst.peerName,
+      ...this.haproxyCommand,
+      '-W',
+      '-D',
+      '-f',
+      files.live,
+      ...(this.userGroupFile ? ['-f', this.userGroupFile] : []),
+      '-p',
+      files.pidFile,
+      '-S',
+      `${files.masterSocket},mode,600`,
+      '-L',
+      inst.peerName,
     ];
     if (this.netns) await ensureNetns(this.netns);
     // A pid left by a haproxy that died must not pass for the new master's

@@ -45,7 +45,10 @@ const STILL_CONNECTED = /^Server still has connections attached to it/;
 const PARKED_ADDRESS = '192.0.2.1';
 
 export class RuntimeApi {
-  constructor(private readonly socket: string, private readonly drainTimeoutMs: number) {}
+  constructor(
+    private readonly socket: string,
+    private readonly drainTimeoutMs: number,
+  ) {}
 
   async command(cmd: string): Promise<void> {
     const answer = await this.answer(cmd);

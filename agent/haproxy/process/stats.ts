@@ -29,8 +29,15 @@ export function parseShowStat(csv: string): StatRow[] {
   const cols = lines[0]!.replace(/^#\s*/, '').split(',');
   const at = (name: string) => cols.indexOf(name);
   const idx = {
-    pxname: at('pxname'), svname: at('svname'), status: at('status'), weight: at('weight'),
-    bin: at('bin'), bout: at('bout'), scur: at('scur'), stot: at('stot'), ereq: at('ereq'),
+    pxname: at('pxname'),
+    svname: at('svname'),
+    status: at('status'),
+    weight: at('weight'),
+    bin: at('bin'),
+    bout: at('bout'),
+    scur: at('scur'),
+    stot: at('stot'),
+    ereq: at('ereq'),
     checkStatus: at('check_status'),
   };
   // The columns read are among the first forty of about a hundred: a row
@@ -41,8 +48,15 @@ export function parseShowStat(csv: string): StatRow[] {
     const f = line.split(',', fields);
     const num = (i: number) => Number(f[i] || 0);
     return {
-      pxname: f[idx.pxname] ?? '', svname: f[idx.svname] ?? '', status: f[idx.status] ?? '', weight: f[idx.weight] ?? '',
-      bin: num(idx.bin), bout: num(idx.bout), scur: num(idx.scur), stot: num(idx.stot), ereq: num(idx.ereq),
+      pxname: f[idx.pxname] ?? '',
+      svname: f[idx.svname] ?? '',
+      status: f[idx.status] ?? '',
+      weight: f[idx.weight] ?? '',
+      bin: num(idx.bin),
+      bout: num(idx.bout),
+      scur: num(idx.scur),
+      stot: num(idx.stot),
+      ereq: num(idx.ereq),
       checkStatus: (f[idx.checkStatus] ?? '').replace(/^\* /, ''),
     };
   });

@@ -7,10 +7,7 @@ import { run } from '../../system/exec.js';
 import { readTextIfExists, writeFileAtomic } from '../../system/files.js';
 import { HaproxyFailedError } from '../errors.js';
 import { parseUnitState, UNIT_PROPERTIES, type UnitState } from './systemd-unit.js';
-import {
-  readStatus, waitForFirstWorker, waitForReload,
-  type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor,
-} from './process.js';
+import { readStatus, waitForFirstWorker, waitForReload, type HaproxyInstance, type HaproxyStatus, type HaproxySupervisor } from './process.js';
 
 /** A status question must not hold /status or a metrics scrape: systemd answers in milliseconds when it answers at all. */
 const SHOW_TIMEOUT_MS = 5000;

@@ -28,8 +28,10 @@ export async function restartDead(engine: HaproxyEngine, log: Logger, count?: Re
         const now = Date.now();
         const v = backoff.dead(now);
         if (v.newlyDead && !v.restart) {
-          log.warn({ lbId, restartsInARow: v.restartsInARow, nextRestartInS: seconds(v.nextAttemptAt - now) },
-            `haproxy died again within ${seconds(backoff.policy.stableAfterMs)} s of its restart; next restart in ${seconds(v.nextAttemptAt - now)} s`);
+          log.warn(
+            { lbId, restartsInARow: v.restartsInARow, nextRestartInS: seconds(v.nextAttemptAt - now) },
+            `haproxy died again within ${seconds(backoff.policy.stableAfterMs)} s of its restart; next restart in ${seconds(v.nextAttemptAt - now)} s`,
+          );
         }
         return v.restart;
       });
@@ -45,7 +47,10 @@ export async function restartDead(engine: HaproxyEngine, log: Logger, count?: Re
       const now = Date.now();
       const next = backoff.failed(now, (err as Error).message);
       count?.(lbId, 'failed');
-      log.error({ lbId, err: (err as Error).message, nextRestartInS: seconds(next - now) }, `restarting haproxy failed; next attempt in ${seconds(next - now)} s`);
+      log.error(
+        { lbId, err: (err as Error).message, nextRestartInS: seconds(next - now) },
+        `restarting haproxy failed; next attempt in ${seconds(next - now)} s`,
+      );
     }
   }
   return restarted;

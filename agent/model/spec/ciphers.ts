@@ -9,8 +9,11 @@
  * [api_settings] tls1_3_supported_ciphers.
  */
 export const TLS13_CIPHERSUITES: readonly string[] = [
-  'TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256',
-  'TLS_AES_128_CCM_SHA256', 'TLS_AES_128_CCM_8_SHA256',
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'TLS_AES_128_CCM_SHA256',
+  'TLS_AES_128_CCM_8_SHA256',
 ];
 
 export interface SplitCiphers {

@@ -55,9 +55,12 @@ function cipherProblems(list: string, versions: string[] | undefined, path: stri
   } else if (legacy.length > 0 && !knownCiphers(legacy.join(':'))) {
     problem(path, 'names no cipher OpenSSL knows');
   } else if (!(use.legacy && legacy.length > 0) && !(use.tls13 && tls13.length > 0)) {
-    problem(path, tls13.length > 0
-      ? 'names only TLS 1.3 ciphersuites, and tls_versions leaves out TLSv1.3'
-      : 'names no TLS 1.3 ciphersuite, and tls_versions allows only TLSv1.3');
+    problem(
+      path,
+      tls13.length > 0
+        ? 'names only TLS 1.3 ciphersuites, and tls_versions leaves out TLSv1.3'
+        : 'names no TLS 1.3 ciphersuite, and tls_versions allows only TLSv1.3',
+    );
   }
 }
 
@@ -81,8 +84,15 @@ export function listenerProblems(l: ListenerSpec, path: string, problem: Report)
   if (l.protocol === 'TERMINATED_HTTPS' && l.default_tls_container_ref === undefined) {
     problem(`${path}.default_tls_container_ref`, 'is required for a TERMINATED_HTTPS listener');
   }
-  const tlsOnly = ['default_tls_container_ref', 'client_ca_tls_container_ref', 'client_crl_container_ref',
-    'tls_ciphers', 'tls_versions', 'alpn_protocols', 'hsts_max_age'] as const;
+  const tlsOnly = [
+    'default_tls_container_ref',
+    'client_ca_tls_container_ref',
+    'client_crl_container_ref',
+    'tls_ciphers',
+    'tls_versions',
+    'alpn_protocols',
+    'hsts_max_age',
+  ] as const;
   for (const field of tlsOnly) {
     if (!tls && l[field] !== undefined) problem(`${path}.${field}`, `is only allowed on TERMINATED_HTTPS or PROMETHEUS listeners`);
   }

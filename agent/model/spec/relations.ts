@@ -16,7 +16,10 @@ const POOL_PROTOCOLS_FOR: Record<string, string[]> = {
   PROMETHEUS: [],
 };
 
-interface PoolAt { pool: PoolSpec; path: string }
+interface PoolAt {
+  pool: PoolSpec;
+  path: string;
+}
 
 export function relationProblems(spec: LoadBalancerSpec): string[] {
   const problems: string[] = [];
@@ -82,8 +85,11 @@ export function relationProblems(spec: LoadBalancerSpec): string[] {
       const found = pools.get(id);
       if (!found) return problem(at, `no pool "${id}" is defined (pools[] or a listener's default_pool)`);
       if (!POOL_PROTOCOLS_FOR[l.protocol]!.includes(found.pool.protocol)) {
-        problem(at, `${what} ${found.path} has protocol ${found.pool.protocol}, which a ${l.protocol} listener cannot use ` +
-          `(allowed: ${POOL_PROTOCOLS_FOR[l.protocol]!.join(', ') || 'none'})`);
+        problem(
+          at,
+          `${what} ${found.path} has protocol ${found.pool.protocol}, which a ${l.protocol} listener cannot use ` +
+            `(allowed: ${POOL_PROTOCOLS_FOR[l.protocol]!.join(', ') || 'none'})`,
+        );
       }
       const cookie = found.pool.session_persistence?.type;
       if ((cookie === 'HTTP_COOKIE' || cookie === 'APP_COOKIE') && !HTTP_LISTENERS.includes(l.protocol)) {
@@ -101,7 +107,9 @@ export function relationProblems(spec: LoadBalancerSpec): string[] {
       policyId(p.id, `${pp}.id`);
       if (!HTTP_LISTENERS.includes(l.protocol)) problem(pp, `L7 policies need an HTTP or TERMINATED_HTTPS listener, not ${l.protocol}`);
       const needs: Record<string, keyof typeof p> = {
-        REDIRECT_TO_URL: 'redirect_url', REDIRECT_PREFIX: 'redirect_prefix', REDIRECT_TO_POOL: 'redirect_pool_id',
+        REDIRECT_TO_URL: 'redirect_url',
+        REDIRECT_PREFIX: 'redirect_prefix',
+        REDIRECT_TO_POOL: 'redirect_pool_id',
       };
       for (const field of ['redirect_url', 'redirect_prefix', 'redirect_pool_id'] as const) {
         if (needs[p.action] === field && p[field] === undefined) problem(`${pp}.${field}`, `is required for action ${p.action}`);

@@ -20,11 +20,15 @@ const CERT_FILE = { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}
 /** OpenSSL cipher string, Octavia's VALID_CIPHER_RE. */
 const CIPHERS = { type: 'string', minLength: 1, maxLength: 2048, pattern: '^[A-Za-z0-9+!:@=_.-]+$' } as const;
 const TLS_VERSIONS = {
-  type: 'array', uniqueItems: true, minItems: 1,
+  type: 'array',
+  uniqueItems: true,
+  minItems: 1,
   items: { enum: ['SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] },
 } as const;
 const ALPN = {
-  type: 'array', uniqueItems: true, minItems: 1,
+  type: 'array',
+  uniqueItems: true,
+  minItems: 1,
   items: { enum: ['h2', 'http/1.1', 'http/1.0'] },
 } as const;
 /** Milliseconds, Octavia's limits (0 to 24 days). */
@@ -49,7 +53,8 @@ const healthMonitor = {
     expected_codes: { type: 'string', pattern: '^[1-5][0-9][0-9]((, ?[1-5][0-9][0-9])*|-[1-5][0-9][0-9])$' },
     http_version: { enum: [1.0, 1.1] },
     domain_name: {
-      type: 'string', maxLength: 255,
+      type: 'string',
+      maxLength: 255,
       pattern: '^(?=.{1,255}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\\.?$',
     },
     admin_state_up: ENABLED,
@@ -170,9 +175,19 @@ const listener = {
     insert_headers: {
       type: 'object',
       propertyNames: {
-        enum: ['X-Forwarded-For', 'X-Forwarded-Port', 'X-Forwarded-Proto', 'X-SSL-Client-Verify',
-          'X-SSL-Client-Has-Cert', 'X-SSL-Client-DN', 'X-SSL-Client-CN', 'X-SSL-Issuer',
-          'X-SSL-Client-SHA1', 'X-SSL-Client-Not-Before', 'X-SSL-Client-Not-After'],
+        enum: [
+          'X-Forwarded-For',
+          'X-Forwarded-Port',
+          'X-Forwarded-Proto',
+          'X-SSL-Client-Verify',
+          'X-SSL-Client-Has-Cert',
+          'X-SSL-Client-DN',
+          'X-SSL-Client-CN',
+          'X-SSL-Issuer',
+          'X-SSL-Client-SHA1',
+          'X-SSL-Client-Not-Before',
+          'X-SSL-Client-Not-After',
+        ],
       },
       // Octavia stores these as the strings "true"/"false"; booleans are accepted too.
       additionalProperties: { anyOf: [{ type: 'boolean' }, { type: 'string', pattern: '^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$' }] },
@@ -215,12 +230,14 @@ export const LOAD_BALANCER_SCHEMA = {
     topology: { enum: ['SINGLE', 'ACTIVE_STANDBY'], default: 'SINGLE' },
     vip_address: IP,
     additional_vips: {
-      type: 'array', default: [],
+      type: 'array',
+      default: [],
       items: { type: 'object', additionalProperties: false, required: ['ip_address'], properties: { ip_address: IP, subnet_id: ID } },
     },
     // The amphorae of this load balancer (both of an ACTIVE_STANDBY pair): haproxy peers.
     amphorae: {
-      type: 'array', default: [],
+      type: 'array',
+      default: [],
       items: { type: 'object', additionalProperties: false, required: ['id', 'vrrp_ip'], properties: { id: ID, vrrp_ip: IP } },
     },
     listeners: { type: 'array', items: listener, minItems: 1 },

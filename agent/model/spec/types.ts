@@ -8,8 +8,7 @@ export type MonitorType = 'HTTP' | 'HTTPS' | 'PING' | 'TCP' | 'TLS-HELLO' | 'UDP
 export type TlsVersion = 'SSLv3' | 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3';
 export type AlpnProtocol = 'h2' | 'http/1.1' | 'http/1.0';
 export type L7Action = 'REJECT' | 'REDIRECT_TO_URL' | 'REDIRECT_TO_POOL' | 'REDIRECT_PREFIX';
-export type L7RuleType = 'HOST_NAME' | 'PATH' | 'FILE_TYPE' | 'HEADER' | 'COOKIE'
-  | 'SSL_CONN_HAS_CERT' | 'SSL_VERIFY_RESULT' | 'SSL_DN_FIELD';
+export type L7RuleType = 'HOST_NAME' | 'PATH' | 'FILE_TYPE' | 'HEADER' | 'COOKIE' | 'SSL_CONN_HAS_CERT' | 'SSL_VERIFY_RESULT' | 'SSL_DN_FIELD';
 export type L7CompareType = 'REGEX' | 'STARTS_WITH' | 'ENDS_WITH' | 'CONTAINS' | 'EQUAL_TO';
 
 export interface HealthMonitorSpec {

@@ -101,9 +101,10 @@ function schemaProblems(errors: ErrorObject[]): string[] {
       case 'propertyNames':
         continue; // reported with the offending name by the 'enum' error below
       case 'enum':
-        line = e.propertyName !== undefined
-          ? `${joinPath(path, e.propertyName)}: is not a known field`
-          : `${path}: must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+        line =
+          e.propertyName !== undefined
+            ? `${joinPath(path, e.propertyName)}: is not a known field`
+            : `${path}: must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
         break;
       case 'anyOf':
         line = JSON.stringify(e.schema).includes('ipv4')

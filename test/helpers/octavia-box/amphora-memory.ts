@@ -25,7 +25,9 @@ export function pssKiB(pid: number | string): number {
 /** The innermost unit (or scope) a process's cgroup path names, or "other". */
 function unitOf(pid: string): string {
   try {
-    const paths = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n').map((l) => l.split(':').slice(2).join(':'));
+    const paths = readFileSync(`/proc/${pid}/cgroup`, 'utf8')
+      .split('\n')
+      .map((l) => l.split(':').slice(2).join(':'));
     const names = paths.flatMap((p) => p.split('/')).filter((c) => /\.(service|scope)$/.test(c));
     return names.pop() ?? 'other';
   } catch {

@@ -48,7 +48,9 @@ function killIn(netns: string): void {
 }
 
 export function namespaceExists(netns: string): boolean {
-  return spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.split('\n').some((l) => l.split(' ')[0] === netns);
+  return spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .some((l) => l.split(' ')[0] === netns);
 }
 
 /** A member: a namespace on br-tenant where a test runs a backend. */
@@ -90,7 +92,11 @@ export class Box {
   private vethCounter = 0;
   private destroyed = false;
 
-  private constructor(readonly tag: string, readonly netns: string, readonly stateDir: string) {}
+  private constructor(
+    readonly tag: string,
+    readonly netns: string,
+    readonly stateDir: string,
+  ) {}
 
   /**
    * The box namespace and its bridges; state (the cloud's log and socket) in
@@ -193,7 +199,11 @@ export class Box {
 
   /** The first ethN (N >= 0) not used in `netns`: the kernel's name for a NIC that appears there. */
   freeEthName(netns: string): string {
-    const used = new Set(ip(['-n', netns, '-o', 'link', 'show']).split('\n').map((l) => l.split(':')[1]?.trim().split('@')[0]));
+    const used = new Set(
+      ip(['-n', netns, '-o', 'link', 'show'])
+        .split('\n')
+        .map((l) => l.split(':')[1]?.trim().split('@')[0]),
+    );
     for (let n = 0; ; n++) if (!used.has(`eth${n}`)) return `eth${n}`;
   }
 

@@ -15,7 +15,9 @@ export function cloudLine(socketPath: string, line: string, timeoutMs = 120_000)
     }, timeoutMs);
     sock.setEncoding('utf8');
     sock.on('connect', () => sock.write(`${line}\n`));
-    sock.on('data', (d: string) => { buf += d; });
+    sock.on('data', (d: string) => {
+      buf += d;
+    });
     sock.on('error', (err) => {
       clearTimeout(timer);
       reject(err);
@@ -34,7 +36,10 @@ export function cloudLine(socketPath: string, line: string, timeoutMs = 120_000)
 
 /** An error answer, thrown. */
 export class CloudCallError extends Error {
-  constructor(readonly type: string, message: string) {
+  constructor(
+    readonly type: string,
+    message: string,
+  ) {
     super(`${type}: ${message}`);
   }
 }

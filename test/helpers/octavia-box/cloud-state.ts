@@ -9,7 +9,10 @@ export type ErrorType = 'NotFound' | 'Conflict' | 'BadRequest' | 'Internal';
 
 /** An error the protocol answers with ({"error": {type, message}}). */
 export class CloudError extends Error {
-  constructor(readonly type: ErrorType, message: string) {
+  constructor(
+    readonly type: ErrorType,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -96,14 +99,32 @@ export class NetworkState {
       this.networks.set(net.id, net);
       this.subnets.set(sub.id, sub);
     };
-    add({ id: MGMT_NETWORK_ID, name: 'mgmt', subnets: [MGMT_SUBNET_ID], mtu: 1500, provider_network_type: 'flat' }, {
-      id: MGMT_SUBNET_ID, network_id: MGMT_NETWORK_ID, name: 'mgmt-subnet', cidr: `${MGMT_PREFIX}.0/24`, gateway_ip: null,
-      ip_version: 4, host_routes: [], dns_nameservers: [],
-    });
-    add({ id: TENANT_NETWORK_ID, name: 'tenant', subnets: [TENANT_SUBNET_ID], mtu: 1500, provider_network_type: 'flat' }, {
-      id: TENANT_SUBNET_ID, network_id: TENANT_NETWORK_ID, name: 'tenant-subnet', cidr: `${TENANT_PREFIX}.0/24`,
-      gateway_ip: `${TENANT_PREFIX}.1`, ip_version: 4, host_routes: [], dns_nameservers: [],
-    });
+    add(
+      { id: MGMT_NETWORK_ID, name: 'mgmt', subnets: [MGMT_SUBNET_ID], mtu: 1500, provider_network_type: 'flat' },
+      {
+        id: MGMT_SUBNET_ID,
+        network_id: MGMT_NETWORK_ID,
+        name: 'mgmt-subnet',
+        cidr: `${MGMT_PREFIX}.0/24`,
+        gateway_ip: null,
+        ip_version: 4,
+        host_routes: [],
+        dns_nameservers: [],
+      },
+    );
+    add(
+      { id: TENANT_NETWORK_ID, name: 'tenant', subnets: [TENANT_SUBNET_ID], mtu: 1500, provider_network_type: 'flat' },
+      {
+        id: TENANT_SUBNET_ID,
+        network_id: TENANT_NETWORK_ID,
+        name: 'tenant-subnet',
+        cidr: `${TENANT_PREFIX}.0/24`,
+        gateway_ip: `${TENANT_PREFIX}.1`,
+        ip_version: 4,
+        host_routes: [],
+        dns_nameservers: [],
+      },
+    );
   }
 
   network(ref: unknown): Network {
@@ -152,7 +173,8 @@ export class NetworkState {
     if (wanted !== undefined) {
       const m = /^(\d+\.\d+\.\d+)\.(\d+)$/.exec(wanted);
       const host = m ? Number(m[2]) : -1;
-      if (!m || m[1] !== pool.prefix || host < 1 || host > 254) throw bad(`ip_address ${wanted} is not a host address of subnet ${subnet.name} (${subnet.cidr})`);
+      if (!m || m[1] !== pool.prefix || host < 1 || host > 254)
+        throw bad(`ip_address ${wanted} is not a host address of subnet ${subnet.name} (${subnet.cidr})`);
       if (taken.has(wanted)) throw conflict(`IP address ${wanted} already allocated in subnet ${subnet.id}`);
       return wanted;
     }
@@ -185,9 +207,12 @@ export class NetworkState {
       if (typeof f !== 'object' || f === null || Array.isArray(f)) throw bad('fixed_ips: a list of {subnet_id?, ip_address?}');
       const { subnet_id: sid, ip_address: want } = f as Record<string, unknown>;
       if (want !== undefined && typeof want !== 'string') throw bad('fixed_ips[].ip_address: a string');
-      const subnet = sid !== undefined ? this.subnet(sid)
-        : want !== undefined ? net.subnets.map((s) => this.subnet(s)).find((s) => want.startsWith(`${POOLS[s.id]!.prefix}.`))
-        : this.subnet(net.subnets[0]);
+      const subnet =
+        sid !== undefined
+          ? this.subnet(sid)
+          : want !== undefined
+            ? net.subnets.map((s) => this.subnet(s)).find((s) => want.startsWith(`${POOLS[s.id]!.prefix}.`))
+            : this.subnet(net.subnets[0]);
       if (!subnet) throw bad(`ip_address ${String(want)} is on no subnet of network ${net.name}`);
       if (subnet.network_id !== net.id) throw bad(`subnet ${subnet.id} is not on network ${net.id}`);
       const address = this.allocate(subnet, want, taken);
@@ -198,17 +223,39 @@ export class NetworkState {
   }
 
   createPort(p: Record<string, unknown>): Port {
-    allowOnly(p, ['network_id', 'name', 'fixed_ips', 'device_id', 'device_owner', 'admin_state_up', 'security_group_ids',
-      'allowed_address_pairs', 'qos_policy_id', 'vnic_type'], 'port.create');
+    allowOnly(
+      p,
+      [
+        'network_id',
+        'name',
+        'fixed_ips',
+        'device_id',
+        'device_owner',
+        'admin_state_up',
+        'security_group_ids',
+        'allowed_address_pairs',
+        'qos_policy_id',
+        'vnic_type',
+      ],
+      'port.create',
+    );
     const net = this.network(p.network_id);
     const fixed = this.fixedIps(net, p.fixed_ips ?? [], this.inUse(), true);
     const mac = this.newMac();
     const port: Port = {
-      id: randomUUID(), name: optString(p.name, 'name') ?? '', network_id: net.id, mac_address: mac, fixed_ips: fixed,
-      device_id: optString(p.device_id, 'device_id') ?? '', device_owner: optString(p.device_owner, 'device_owner') ?? '',
-      admin_state_up: optBool(p.admin_state_up, 'admin_state_up') ?? true, status: 'DOWN',
-      allowed_address_pairs: withMac(addressPairs(p.allowed_address_pairs) ?? [], mac), security_group_ids: stringList(p.security_group_ids, 'security_group_ids') ?? [],
-      qos_policy_id: optString(p.qos_policy_id, 'qos_policy_id') ?? null, vnic_type: optString(p.vnic_type, 'vnic_type') ?? 'normal',
+      id: randomUUID(),
+      name: optString(p.name, 'name') ?? '',
+      network_id: net.id,
+      mac_address: mac,
+      fixed_ips: fixed,
+      device_id: optString(p.device_id, 'device_id') ?? '',
+      device_owner: optString(p.device_owner, 'device_owner') ?? '',
+      admin_state_up: optBool(p.admin_state_up, 'admin_state_up') ?? true,
+      status: 'DOWN',
+      allowed_address_pairs: withMac(addressPairs(p.allowed_address_pairs) ?? [], mac),
+      security_group_ids: stringList(p.security_group_ids, 'security_group_ids') ?? [],
+      qos_policy_id: optString(p.qos_policy_id, 'qos_policy_id') ?? null,
+      vnic_type: optString(p.vnic_type, 'vnic_type') ?? 'normal',
     };
     this.ports.set(port.id, port);
     return port;
@@ -248,8 +295,9 @@ export class NetworkState {
     const net = p.network_id === undefined ? undefined : this.network(p.network_id).id;
     const device = optString(p.device_id, 'device_id');
     const name = optString(p.name, 'name');
-    return [...this.ports.values()].filter((x) => (net === undefined || x.network_id === net)
-      && (device === undefined || x.device_id === device) && (name === undefined || x.name === name)).map(clone);
+    return [...this.ports.values()]
+      .filter((x) => (net === undefined || x.network_id === net) && (device === undefined || x.device_id === device) && (name === undefined || x.name === name))
+      .map(clone);
   }
 }
 

@@ -13,9 +13,7 @@ import { join, posix } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { AmphoraContainer, type ImageRoot } from '../amphora-container.js';
 import type { Box, Nic } from './box-network.js';
-import {
-  allowOnly, bad, CloudError, conflict, MGMT_NETWORK_ID, NetworkState, notFound, optString, stringList, type Port,
-} from './cloud-state.js';
+import { allowOnly, bad, CloudError, conflict, MGMT_NETWORK_ID, NetworkState, notFound, optString, stringList, type Port } from './cloud-state.js';
 
 /** The agent amphorae run: this checkout's, or Octavia's own from Debian's octavia-agent package (the reference). */
 export type AgentKind = 'this' | 'reference';
@@ -65,7 +63,8 @@ function driveFiles(v: unknown): Record<string, { content: Buffer; mode: number 
   if (typeof v !== 'object' || Array.isArray(v)) throw bad('config_drive_files: an object of path: base64');
   const out: Record<string, { content: Buffer; mode: number }> = {};
   for (const [path, text] of Object.entries(v as Record<string, unknown>)) {
-    if (!path.startsWith('/') || posix.normalize(path) !== path || path.endsWith('/')) throw bad(`config_drive_files: '${path}' is not an absolute, normalized file path`);
+    if (!path.startsWith('/') || posix.normalize(path) !== path || path.endsWith('/'))
+      throw bad(`config_drive_files: '${path}' is not an absolute, normalized file path`);
     if (typeof text !== 'string' || !/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(text)) throw bad(`config_drive_files['${path}']: not base64 text`);
     // Key material (server.pem holds the amphora's private key) readable by root only.
     out[path] = { content: Buffer.from(text, 'base64'), mode: path.startsWith(CERTS_DIR) ? 0o600 : 0o644 };
@@ -75,7 +74,12 @@ function driveFiles(v: unknown): Record<string, { content: Buffer; mode: number 
 
 /** A server name as a hostname: letters, digits and dashes, at most 63 characters. */
 function hostname(name: string): string {
-  return name.replace(/[^A-Za-z0-9-]/g, '-').replace(/^-+/, '').slice(0, 63) || 'amphora';
+  return (
+    name
+      .replace(/[^A-Za-z0-9-]/g, '-')
+      .replace(/^-+/, '')
+      .slice(0, 63) || 'amphora'
+  );
 }
 
 export class Cloud {
@@ -87,8 +91,13 @@ export class Cloud {
   private readonly sockets = new Set<Socket>();
   private closed = false;
 
-  private constructor(readonly socketPath: string, readonly box: Box, private readonly image: ImageRoot, private readonly server: NetServer,
-    readonly agent: AgentKind) {
+  private constructor(
+    readonly socketPath: string,
+    readonly box: Box,
+    private readonly image: ImageRoot,
+    private readonly server: NetServer,
+    readonly agent: AgentKind,
+  ) {
     this.state = new NetworkState(() => box.usedAddresses());
     this.log = posix.join(box.stateDir, 'cloud.log');
   }
@@ -265,12 +274,24 @@ export class Cloud {
     if (new Set(given.map((x) => x.id)).size !== given.length) throw bad('port_ids: a port given twice');
     const n = ++this.counter;
     const server: Server = {
-      id, name, status: 'BUILD', image_id: optString(p.image_id ?? undefined, 'image_id') ?? null,
-      flavor_id: optString(p.flavor_id ?? undefined, 'flavor_id') ?? null, lb_network_ip: null, port_ids: [],
-      availability_zone: 'box', fault: null,
+      id,
+      name,
+      status: 'BUILD',
+      image_id: optString(p.image_id ?? undefined, 'image_id') ?? null,
+      flavor_id: optString(p.flavor_id ?? undefined, 'flavor_id') ?? null,
+      lb_network_ip: null,
+      port_ids: [],
+      availability_zone: 'box',
+      fault: null,
     };
     const amp: Amphora = {
-      server, netns: `aatb-${this.box.tag}-a${n}`, container: null, nics: new Map(), ownPorts: new Set(), bootMs: null, booted: Promise.resolve(),
+      server,
+      netns: `aatb-${this.box.tag}-a${n}`,
+      container: null,
+      nics: new Map(),
+      ownPorts: new Set(),
+      bootMs: null,
+      booted: Promise.resolve(),
     };
     const started = Date.now();
     // The namespace and NICs now (a port attached while it boots lands in a namespace that exists), the boot in the background.
@@ -336,7 +357,8 @@ export class Cloud {
   }
 
   private attachPort(amp: Amphora, port: Port): Port {
-    if (amp.server.status !== 'ACTIVE' && amp.server.status !== 'BUILD') throw conflict(`server ${amp.server.id} is ${amp.server.status}: cannot attach a port`);
+    if (amp.server.status !== 'ACTIVE' && amp.server.status !== 'BUILD')
+      throw conflict(`server ${amp.server.id} is ${amp.server.status}: cannot attach a port`);
     if (amp.nics.has(port.id)) throw conflict(`port ${port.id} is attached to server ${amp.server.id} already`);
     if (port.device_id && port.device_id !== amp.server.id) throw conflict(`port ${port.id} is in use by device ${port.device_id}`);
     const nic = this.plugInto(amp, port);
@@ -441,8 +463,9 @@ export class Cloud {
     const names = [...this.amphorae.values()].map((a) => a.netns);
     for (const a of this.amphorae.values()) a.container?.kill();
     for (const ns of names) this.box.killIn(ns);
-    const dirs = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified', '/sys/fs/cgroup/systemd']
-      .flatMap((root) => names.map((n) => posix.join(root, `aat-nspawn-${n}`)));
+    const dirs = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified', '/sys/fs/cgroup/systemd'].flatMap((root) =>
+      names.map((n) => posix.join(root, `aat-nspawn-${n}`)),
+    );
     for (let i = 0; i < 30; i++) {
       const left = dirs.filter((d) => existsSync(d));
       if (left.length === 0) break;

@@ -85,8 +85,13 @@ export class ControlPlane {
   readonly exits: Exited[] = [];
   private readonly exited: Promise<void>;
 
-  private constructor(readonly netns: string, readonly rootfs: string, readonly ready: ReadyLine, private readonly child: ChildProcess,
-    readonly stderr: () => string) {
+  private constructor(
+    readonly netns: string,
+    readonly rootfs: string,
+    readonly ready: ReadyLine,
+    private readonly child: ChildProcess,
+    readonly stderr: () => string,
+  ) {
     this.exited = child.exitCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', () => r()));
   }
 
@@ -103,21 +108,40 @@ export class ControlPlane {
     // control plane's own script is in test/octavia-box like the drivers.
     const binds = [...new Set([BOX, drivers, dirname(opts.cloudSocket)])].filter((d) => !d.startsWith(`${TEST_ROOT}/`));
     for (const d of binds) mkdirSync(d, { recursive: true });
-    const args = ['--state', opts.stateDir, '--cloud-socket', opts.cloudSocket, '--drivers', drivers,
-      '--api-port', String(opts.apiPort ?? 9876), '--bind-ip', opts.bindIp ?? '172.31.0.2',
-      '--timeout', String((opts.timeoutMs ?? 180_000) / 1000),
-      ...Object.entries(opts.set ?? {}).flatMap(([k, v]) => ['--set', `${k}=${v}`]), ...(opts.debug ? ['--debug'] : [])];
+    const args = [
+      '--state',
+      opts.stateDir,
+      '--cloud-socket',
+      opts.cloudSocket,
+      '--drivers',
+      drivers,
+      '--api-port',
+      String(opts.apiPort ?? 9876),
+      '--bind-ip',
+      opts.bindIp ?? '172.31.0.2',
+      '--timeout',
+      String((opts.timeoutMs ?? 180_000) / 1000),
+      ...Object.entries(opts.set ?? {}).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
+      ...(opts.debug ? ['--debug'] : []),
+    ];
     // ip netns exec gives the process a mount namespace of its own (slave of
     // the host's): the binds made there stay there. pdeathsig: a test process
     // that dies unawares still stops the control plane (control_plane.py
     // stops its services on SIGTERM).
-    const inner = 'root=$1; shift; n=$1; shift; i=0; while [ $i -lt "$n" ]; do mkdir -p "$root$1" && mount --rbind "$1" "$root$1" || exit 1; shift; i=$((i+1)); done; exec chroot "$root" /usr/bin/python3 "$@"';
-    const child = spawn('setpriv', ['--pdeathsig', 'TERM', 'ip', 'netns', 'exec', opts.netns,
-      'sh', '-c', inner, 'sh', rootfs, String(binds.length), ...binds, SCRIPT, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: SYSTEM_PATH, LANG: 'C.UTF-8' },
-    });
+    const inner =
+      'root=$1; shift; n=$1; shift; i=0; while [ $i -lt "$n" ]; do mkdir -p "$root$1" && mount --rbind "$1" "$root$1" || exit 1; shift; i=$((i+1)); done; exec chroot "$root" /usr/bin/python3 "$@"';
+    const child = spawn(
+      'setpriv',
+      ['--pdeathsig', 'TERM', 'ip', 'netns', 'exec', opts.netns, 'sh', '-c', inner, 'sh', rootfs, String(binds.length), ...binds, SCRIPT, ...args],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { PATH: SYSTEM_PATH, LANG: 'C.UTF-8' },
+      },
+    );
     let stderr = '';
-    child.stderr!.on('data', (d) => { stderr = (stderr + d).slice(-20_000); });
+    child.stderr!.on('data', (d) => {
+      stderr = (stderr + d).slice(-20_000);
+    });
     const lines = createInterface({ input: child.stdout! });
     let plane: ControlPlane | null = null;
     const ready = await new Promise<ReadyLine>((resolve, reject) => {
@@ -150,7 +174,10 @@ export class ControlPlane {
     const path = this.ready.logs[service];
     if (!path) throw new Error(`no log named ${service} (have ${Object.keys(this.ready.logs).join(', ')})`);
     try {
-      return readFileSync(path, 'utf8').split('\n').slice(-lines - 1).join('\n');
+      return readFileSync(path, 'utf8')
+        .split('\n')
+        .slice(-lines - 1)
+        .join('\n');
     } catch {
       return '';
     }
@@ -158,8 +185,22 @@ export class ControlPlane {
 
   /** An HTTP request to the API from inside the box's namespace (curl); the body parsed when it is JSON. */
   async request(method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-    const args = ['netns', 'exec', this.netns, 'curl', '-sS', '--max-time', '30', '-X', method, '-w', '\n%{http_code}',
-      '-H', 'Accept: application/json', `${this.apiUrl}${path}`];
+    const args = [
+      'netns',
+      'exec',
+      this.netns,
+      'curl',
+      '-sS',
+      '--max-time',
+      '30',
+      '-X',
+      method,
+      '-w',
+      '\n%{http_code}',
+      '-H',
+      'Accept: application/json',
+      `${this.apiUrl}${path}`,
+    ];
     if (body !== undefined) args.push('-H', 'Content-Type: application/json', '--data-binary', JSON.stringify(body));
     const { stdout } = await run('ip', args, { env: { PATH: SYSTEM_PATH }, maxBuffer: 64 * 1024 * 1024 });
     const cut = stdout.lastIndexOf('\n');
@@ -216,7 +257,12 @@ async function stopChild(child: ChildProcess, exited?: Promise<void>): Promise<v
   if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   // Each service gets up to 15 s to stop (control_plane.py), MariaDB last.
   let timer: NodeJS.Timeout | undefined;
-  const stopped = await Promise.race([done.then(() => true), new Promise<boolean>((r) => { timer = setTimeout(() => r(false), 60_000); })]);
+  const stopped = await Promise.race([
+    done.then(() => true),
+    new Promise<boolean>((r) => {
+      timer = setTimeout(() => r(false), 60_000);
+    }),
+  ]);
   clearTimeout(timer);
   if (!stopped) {
     child.kill('SIGKILL');
@@ -228,7 +274,9 @@ async function stopChild(child: ChildProcess, exited?: Promise<void>): Promise<v
 export function boxProcesses(netns: string, rootfs: string): number[] {
   let pids: string[];
   try {
-    pids = execFileSync('ip', ['netns', 'pids', netns], { encoding: 'utf8', env: { PATH: SYSTEM_PATH } }).split('\n').filter(Boolean);
+    pids = execFileSync('ip', ['netns', 'pids', netns], { encoding: 'utf8', env: { PATH: SYSTEM_PATH } })
+      .split('\n')
+      .filter(Boolean);
   } catch {
     return [];
   }
@@ -240,7 +288,6 @@ export function boxProcesses(netns: string, rootfs: string): number[] {
     }
   });
 }
-
 
 function pgidOf(pid: number): number {
   try {

@@ -18,14 +18,20 @@ export interface BackendStats {
 export class MemberBackend {
   private readonly answers: ((s: BackendStats) => void)[] = [];
 
-  private constructor(readonly member: Member, readonly port: number, private readonly child: ChildProcess, lines: Interface) {
+  private constructor(
+    readonly member: Member,
+    readonly port: number,
+    private readonly child: ChildProcess,
+    lines: Interface,
+  ) {
     lines.on('line', (l) => this.answers.shift()?.(JSON.parse(l) as BackendStats));
   }
 
   /** Listening at the member's address and `port` once this resolves. */
   static async start(member: Member, port: number, mode: BackendMode = 'ready', name = `member-${member.n}`): Promise<MemberBackend> {
-    const child = spawn(member.exec[0]!, [...member.exec.slice(1), process.execPath, MAIN, name, member.ip, String(port), mode],
-      { stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn(member.exec[0]!, [...member.exec.slice(1), process.execPath, MAIN, name, member.ip, String(port), mode], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     const lines = createInterface({ input: child.stdout! });
     const b = new MemberBackend(member, port, child, lines);
     // Killed with the test's process; the hook goes with the backend (a

@@ -43,8 +43,13 @@ export function referenceImageTar(ciTar: string): string {
 }
 
 export class OctaviaBox {
-  private constructor(readonly image: ImageRoot, readonly box: Box, readonly cloud: Cloud, readonly plane: ControlPlane,
-    readonly timings: Record<string, number>) {}
+  private constructor(
+    readonly image: ImageRoot,
+    readonly box: Box,
+    readonly cloud: Cloud,
+    readonly plane: ControlPlane,
+    readonly timings: Record<string, number>,
+  ) {}
 
   static async start(opts: BoxOptions = {}): Promise<OctaviaBox> {
     const timings: Record<string, number> = {};
@@ -65,8 +70,11 @@ export class OctaviaBox {
       const socket = join(box.stateDir, 'cloud.sock');
       cloud = await Cloud.listen(socket, box, image, agent);
       const plane = await ControlPlane.start({
-        netns: box.netns, stateDir: join(box.stateDir, 'control-plane'), cloudSocket: socket,
-        ...(opts.suite ? { suite: opts.suite } : {}), ...(opts.set ? { set: opts.set } : {}),
+        netns: box.netns,
+        stateDir: join(box.stateDir, 'control-plane'),
+        cloudSocket: socket,
+        ...(opts.suite ? { suite: opts.suite } : {}),
+        ...(opts.set ? { set: opts.set } : {}),
       });
       lap('control plane');
       return new OctaviaBox(image, box, cloud, plane, timings);
@@ -100,23 +108,34 @@ export class OctaviaBox {
    * the way fails at once with the worker's last words.
    */
   async waitProvisioning(id: string, status: string, timeoutMs = 240_000): Promise<Json> {
-    return (await waitFor(`load balancer ${id} ${status}`, async () => {
-      const lb = await this.loadBalancer(id);
-      if (lb.provisioning_status === 'ERROR' && status !== 'ERROR') {
-        throw new Error(`load balancer ${id} went to ERROR:\n${this.plane.logTail('octavia-worker', 60)}`);
-      }
-      return lb.provisioning_status === status ? lb : null;
-    }, timeoutMs, 1000))!;
+    return (await waitFor(
+      `load balancer ${id} ${status}`,
+      async () => {
+        const lb = await this.loadBalancer(id);
+        if (lb.provisioning_status === 'ERROR' && status !== 'ERROR') {
+          throw new Error(`load balancer ${id} went to ERROR:\n${this.plane.logTail('octavia-worker', 60)}`);
+        }
+        return lb.provisioning_status === status ? lb : null;
+      },
+      timeoutMs,
+      1000,
+    ))!;
   }
 
   /** Until the load balancer is gone from the API (a delete finished). */
   async waitGone(id: string, timeoutMs = 180_000): Promise<void> {
-    await waitFor(`load balancer ${id} to be deleted`, async () => {
-      const r = await this.plane.request('GET', `/v2/lbaas/loadbalancers/${id}`);
-      const lb = (r.body as { loadbalancer?: Json }).loadbalancer;
-      if (lb?.provisioning_status === 'ERROR') throw new Error(`load balancer ${id} went to ERROR while deleting:\n${this.plane.logTail('octavia-worker', 60)}`);
-      return r.status === 404 || lb?.provisioning_status === 'DELETED';
-    }, timeoutMs, 1000);
+    await waitFor(
+      `load balancer ${id} to be deleted`,
+      async () => {
+        const r = await this.plane.request('GET', `/v2/lbaas/loadbalancers/${id}`);
+        const lb = (r.body as { loadbalancer?: Json }).loadbalancer;
+        if (lb?.provisioning_status === 'ERROR')
+          throw new Error(`load balancer ${id} went to ERROR while deleting:\n${this.plane.logTail('octavia-worker', 60)}`);
+        return r.status === 404 || lb?.provisioning_status === 'DELETED';
+      },
+      timeoutMs,
+      1000,
+    );
   }
 
   /** A statement on Octavia's database (what an operator's script or a test's clock change does). */
@@ -144,7 +163,10 @@ export interface StatusTree {
   operating_status: string;
   provisioning_status: string;
   listeners: {
-    id: string; name: string; operating_status: string; provisioning_status: string;
+    id: string;
+    name: string;
+    operating_status: string;
+    provisioning_status: string;
     pools: { id: string; name: string; operating_status: string; members: { id: string; name: string; address: string; operating_status: string }[] }[];
   }[];
 }

@@ -24,8 +24,9 @@ const MEMBER_PORT = 8080;
 
 /** One HTTP request from the box's client side: status, body and the Location header. */
 async function get(box: OctaviaBox, url: string): Promise<{ status: number; body: string; location: string }> {
-  const { stdout } = await run('ip', [...box.box.exec.slice(1), 'curl', '-s', '--max-time', '5', '-o', '-', '-w', '\n%{http_code} %{redirect_url}', url])
-    .catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '\n0 ' }));
+  const { stdout } = await run('ip', [...box.box.exec.slice(1), 'curl', '-s', '--max-time', '5', '-o', '-', '-w', '\n%{http_code} %{redirect_url}', url]).catch(
+    (err: { stdout?: string }) => ({ stdout: err.stdout ?? '\n0 ' }),
+  );
   const cut = stdout.lastIndexOf('\n');
   const [code, location = ''] = stdout.slice(cut + 1).split(' ');
   return { status: Number(code), body: stdout.slice(0, cut), location };
@@ -44,8 +45,13 @@ async function servedBy(box: OctaviaBox, url: string, n: number): Promise<string
 /** Serial and expiry of the certificate the agent at `ip` presents to the controller (its own client certificate). */
 async function presentedCertificate(box: OctaviaBox, ip: string): Promise<string> {
   const { ca } = box.plane.ready;
-  const { stdout } = await run('sh', ['-c', `${box.box.exec.join(' ')} openssl s_client -connect ${ip}:9443 -cert "$1" -key "$1" -CAfile "$2" </dev/null 2>/dev/null | openssl x509 -noout -serial -enddate`,
-    'sh', ca.client_cert, ca.server_ca]);
+  const { stdout } = await run('sh', [
+    '-c',
+    `${box.box.exec.join(' ')} openssl s_client -connect ${ip}:9443 -cert "$1" -key "$1" -CAfile "$2" </dev/null 2>/dev/null | openssl x509 -noout -serial -enddate`,
+    'sh',
+    ca.client_cert,
+    ca.server_ca,
+  ]);
   return stdout.trim();
 }
 
@@ -54,7 +60,17 @@ function members(tree: StatusTree): Record<string, string> {
 }
 
 /** The scenarios, in the order they run (later ones work on the first one's load balancer). */
-export const SCENARIOS = ['create', 'batch', 'rolling', 'failover-api', 'hm-failover', 'cert-rotation', 'step-by-step', 'active-standby', 'cascade-delete'] as const;
+export const SCENARIOS = [
+  'create',
+  'batch',
+  'rolling',
+  'failover-api',
+  'hm-failover',
+  'cert-rotation',
+  'step-by-step',
+  'active-standby',
+  'cascade-delete',
+] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 /**
@@ -64,7 +80,9 @@ export type Scenario = (typeof SCENARIOS)[number];
  */
 export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scenario[] = SCENARIOS): void {
   const ours = agent === 'this';
-  const test = suite(`Octavia whole: the v2 API, worker and health manager of Octavia ${release === 'sid' ? 19 : 16} onto ${ours ? 'this agent' : "Octavia's own agent (the reference)"}`);
+  const test = suite(
+    `Octavia whole: the v2 API, worker and health manager of Octavia ${release === 'sid' ? 19 : 16} onto ${ours ? 'this agent' : "Octavia's own agent (the reference)"}`,
+  );
   /** A test for scenario `key`, when it is one of `only`. */
   const scenario = (key: Scenario, name: string, fn: () => Promise<void>) => {
     if (only.includes(key)) test(name, fn);
@@ -78,11 +96,13 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
   let vip = '';
   let httpPoolId = '';
 
-  test.before(loud(async () => {
-    box = await OctaviaBox.start({ suite: release, agent });
-    for (const n of [0, 1, 2, 9]) backends.push(await MemberBackend.start(box.box.member(n), MEMBER_PORT, 'ready', `m${n}`));
-    console.log(`[octavia-whole] started: ${JSON.stringify(box.timings)}; Octavia ${box.plane.ready.octavia_version}; agent: ${agent}`);
-  }));
+  test.before(
+    loud(async () => {
+      box = await OctaviaBox.start({ suite: release, agent });
+      for (const n of [0, 1, 2, 9]) backends.push(await MemberBackend.start(box.box.member(n), MEMBER_PORT, 'ready', `m${n}`));
+      console.log(`[octavia-whole] started: ${JSON.stringify(box.timings)}; Octavia ${box.plane.ready.octavia_version}; agent: ${agent}`);
+    }),
+  );
 
   test.after(async () => {
     const out = process.env.AMPHORA_OCTAVIA_BOX_FIGURES;
@@ -101,21 +121,44 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     const started = Date.now();
     const created = await box.api<{ loadbalancer: Json }>('POST', '/lbaas/loadbalancers', {
       loadbalancer: {
-        name: 'whole', project_id: PROJECT_ID, vip_subnet_id: TENANT_SUBNET_ID,
-        listeners: [{
-          name: 'http', protocol: 'HTTP', protocol_port: 80,
-          l7policies: [{ name: 'moved', action: 'REDIRECT_TO_URL', redirect_url: 'http://example.test/moved', position: 1,
-            rules: [{ type: 'PATH', compare_type: 'STARTS_WITH', value: '/old' }] }],
-          default_pool: {
-            name: 'http-pool', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
-            healthmonitor: { type: 'HTTP', delay: 2, timeout: 1, max_retries: 2, url_path: '/healthz' },
-            members: [member(0), member(1)],
+        name: 'whole',
+        project_id: PROJECT_ID,
+        vip_subnet_id: TENANT_SUBNET_ID,
+        listeners: [
+          {
+            name: 'http',
+            protocol: 'HTTP',
+            protocol_port: 80,
+            l7policies: [
+              {
+                name: 'moved',
+                action: 'REDIRECT_TO_URL',
+                redirect_url: 'http://example.test/moved',
+                position: 1,
+                rules: [{ type: 'PATH', compare_type: 'STARTS_WITH', value: '/old' }],
+              },
+            ],
+            default_pool: {
+              name: 'http-pool',
+              protocol: 'HTTP',
+              lb_algorithm: 'ROUND_ROBIN',
+              healthmonitor: { type: 'HTTP', delay: 2, timeout: 1, max_retries: 2, url_path: '/healthz' },
+              members: [member(0), member(1)],
+            },
           },
-        }, {
-          name: 'tcp', protocol: 'TCP', protocol_port: 81,
-          default_pool: { name: 'tcp-pool', protocol: 'TCP', lb_algorithm: 'ROUND_ROBIN',
-            healthmonitor: { type: 'TCP', delay: 2, timeout: 1, max_retries: 2 }, members: [member(9)] },
-        }],
+          {
+            name: 'tcp',
+            protocol: 'TCP',
+            protocol_port: 81,
+            default_pool: {
+              name: 'tcp-pool',
+              protocol: 'TCP',
+              lb_algorithm: 'ROUND_ROBIN',
+              healthmonitor: { type: 'TCP', delay: 2, timeout: 1, max_retries: 2 },
+              members: [member(9)],
+            },
+          },
+        ],
       },
     });
     lbId = created.loadbalancer.id as string;
@@ -123,11 +166,18 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     const lb = await box.waitProvisioning(lbId, 'ACTIVE');
     const activeMs = Date.now() - started;
     figures.create_active_s = seconds(started);
-    const tree = (await waitFor('every member ONLINE', async () => {
-      const t = await box.statusTree(lbId);
-      return Object.values(members(t)).every((s) => s === 'ONLINE') && t.operating_status === 'ONLINE' ? t : null;
-    }, 90_000, 1000))!;
-    console.log(`[octavia-whole] fully populated create: ACTIVE after ${(activeMs / 1000).toFixed(1)} s, ONLINE after ${((Date.now() - started) / 1000).toFixed(1)} s; VIP ${vip}`);
+    const tree = (await waitFor(
+      'every member ONLINE',
+      async () => {
+        const t = await box.statusTree(lbId);
+        return Object.values(members(t)).every((s) => s === 'ONLINE') && t.operating_status === 'ONLINE' ? t : null;
+      },
+      90_000,
+      1000,
+    ))!;
+    console.log(
+      `[octavia-whole] fully populated create: ACTIVE after ${(activeMs / 1000).toFixed(1)} s, ONLINE after ${((Date.now() - started) / 1000).toFixed(1)} s; VIP ${vip}`,
+    );
     figures.create_online_s = seconds(started);
     assert.is(lb.operating_status !== 'ERROR', true);
     httpPoolId = tree.listeners.find((l) => l.name === 'http')!.pools[0]!.id;
@@ -142,9 +192,15 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     const byUnit = amphoraMemory(box.cloud.amphoraOf(amp!.compute_id as string).container!.leader);
     const mib = (kib: number) => Math.round(kib / 102.4) / 10;
     figures.memory_agent_mib = mib(byUnit[ours ? 'amphora-agent.service' : 'octavia-agent.service'] ?? 0);
-    figures.memory_haproxy_mib = mib(Object.entries(byUnit).filter(([u]) => u.startsWith('haproxy-')).reduce((a, [, v]) => a + v, 0));
+    figures.memory_haproxy_mib = mib(
+      Object.entries(byUnit)
+        .filter(([u]) => u.startsWith('haproxy-'))
+        .reduce((a, [, v]) => a + v, 0),
+    );
     figures.memory_amphora_mib = mib(Object.values(byUnit).reduce((a, v) => a + v, 0));
-    console.log(`[octavia-whole] amphora memory (PSS, MiB): agent ${figures.memory_agent_mib}, haproxy ${figures.memory_haproxy_mib}, whole container ${figures.memory_amphora_mib}`);
+    console.log(
+      `[octavia-whole] amphora memory (PSS, MiB): agent ${figures.memory_agent_mib}, haproxy ${figures.memory_haproxy_mib}, whole container ${figures.memory_amphora_mib}`,
+    );
     assert.ok(figures.memory_agent_mib > 0 && figures.memory_haproxy_mib > 0, JSON.stringify(byUnit));
   });
 
@@ -153,12 +209,17 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     const seen = new Set<string>();
     const started = Date.now();
     await box.api('PUT', `/lbaas/pools/${httpPoolId}/members`, { members: [member(1), member(2)] });
-    await waitFor('the batch update to finish', async () => {
-      const t = await box.statusTree(lbId);
-      seen.add(t.operating_status);
-      for (const l of t.listeners) for (const p of l.pools) seen.add(p.operating_status);
-      return t.provisioning_status === 'ACTIVE' && members(t).m2 !== undefined ? t : null;
-    }, 120_000, 500);
+    await waitFor(
+      'the batch update to finish',
+      async () => {
+        const t = await box.statusTree(lbId);
+        seen.add(t.operating_status);
+        for (const l of t.listeners) for (const p of l.pools) seen.add(p.operating_status);
+        return t.provisioning_status === 'ACTIVE' && members(t).m2 !== undefined ? t : null;
+      },
+      120_000,
+      500,
+    );
     const activeMs = Date.now() - started;
     figures.batch_active_s = seconds(started);
     await waitFor('the new member to take traffic', async () => (await servedBy(box, `http://${vip}/`, 6)).includes('m2'), 60_000, 1000);
@@ -190,12 +251,17 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
         await backend.setMode('reset');
         await sleep(3000);
         await backend.setMode('ready');
-        await waitFor(`m${next} to serve`, async () => {
-          const t = await box.statusTree(lbId);
-          statuses.add(`${t.operating_status}/${t.provisioning_status}`);
-          // Served in ready mode (a member taking traffic before its checks passed also got 503s and resets).
-          return t.provisioning_status === 'ACTIVE' && (await backend.stats()).firstServedAt !== null;
-        }, 120_000, 1000);
+        await waitFor(
+          `m${next} to serve`,
+          async () => {
+            const t = await box.statusTree(lbId);
+            statuses.add(`${t.operating_status}/${t.provisioning_status}`);
+            // Served in ready mode (a member taking traffic before its checks passed also got 503s and resets).
+            return t.provisioning_status === 'ACTIVE' && (await backend.stats()).firstServedAt !== null;
+          },
+          120_000,
+          1000,
+        );
         await backends.find((b) => b.member.n === oldest)?.stop();
       }
     } finally {
@@ -206,14 +272,22 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     figures.rolling_failed = failed.length;
     const byMember = new Map<string, number>();
     for (const r of load.records) byMember.set(r.member ?? '-', (byMember.get(r.member ?? '-') ?? 0) + 1);
-    console.log(`[octavia-whole] rolling replacement: ${load.records.length} requests, ${failed.length} failed; ` +
-      `served by ${JSON.stringify(Object.fromEntries(byMember))}; load balancer statuses seen ${[...statuses].sort().join(' ')}`);
-    const failures = `failed: ${failed.slice(0, 10).map((r) => `${r.member ?? '-'}:${r.status ?? r.error}`).join(' ')}`;
+    console.log(
+      `[octavia-whole] rolling replacement: ${load.records.length} requests, ${failed.length} failed; ` +
+        `served by ${JSON.stringify(Object.fromEntries(byMember))}; load balancer statuses seen ${[...statuses].sort().join(' ')}`,
+    );
+    const failures = `failed: ${failed
+      .slice(0, 10)
+      .map((r) => `${r.member ?? '-'}:${r.status ?? r.error}`)
+      .join(' ')}`;
     if (ours) {
       assert.is(failed.length, 0, failures);
       // DEGRADED is the truth while a new node fails its first checks; ERROR
       // (a pool with no member up) would not be: one node serves throughout.
-      assert.not.ok([...statuses].some((s) => s.startsWith('ERROR')), `statuses: ${[...statuses].join(' ')}`);
+      assert.not.ok(
+        [...statuses].some((s) => s.startsWith('ERROR')),
+        `statuses: ${[...statuses].join(' ')}`,
+      );
     } else {
       // Octavia's own agent lets a new member take traffic before its first check passed.
       const kinds = new Map<string, number>();
@@ -225,12 +299,23 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
 
   scenario('failover-api', 'the load balancer failover API (as an operator calls it): a new amphora, traffic back', async () => {
     created();
-    const before = box.cloud.servers().filter((s) => s.status === 'ACTIVE').map((s) => s.id);
+    const before = box.cloud
+      .servers()
+      .filter((s) => s.status === 'ACTIVE')
+      .map((s) => s.id);
     const started = Date.now();
     await box.api('PUT', `/lbaas/loadbalancers/${lbId}/failover`, undefined, 202);
-    await waitFor('the failover to start', async () => (await box.loadBalancer(lbId)).provisioning_status !== 'ACTIVE' || box.cloud.servers().some((s) => !before.includes(s.id)), 60_000, 250);
+    await waitFor(
+      'the failover to start',
+      async () => (await box.loadBalancer(lbId)).provisioning_status !== 'ACTIVE' || box.cloud.servers().some((s) => !before.includes(s.id)),
+      60_000,
+      250,
+    );
     await box.waitProvisioning(lbId, 'ACTIVE');
-    const after = box.cloud.servers().filter((s) => s.status === 'ACTIVE').map((s) => s.id);
+    const after = box.cloud
+      .servers()
+      .filter((s) => s.status === 'ACTIVE')
+      .map((s) => s.id);
     figures.failover_api_s = seconds(started);
     console.log(`[octavia-whole] failover API: ACTIVE again after ${((Date.now() - started) / 1000).toFixed(1)} s`);
     assert.is(after.length, 1);
@@ -252,64 +337,96 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     assert.equal(await servedBy(box, `http://${vip}/`, 8), ['m4', 'm5']);
   });
 
-  scenario('cert-rotation', 'certificate rotation as housekeeping does it: the amphora presents a new certificate, the controller still talks to it', async () => {
-    created();
-    const [amp] = await box.amphorae(lbId);
-    const ip = amp!.lb_network_ip as string;
-    const before = await presentedCertificate(box, ip);
-    // Due now: housekeeping looks every 5 s (the box's cert_interval) for
-    // amphorae whose certificate expires within its buffer.
-    await box.sql(`UPDATE amphora SET cert_expiration = UTC_TIMESTAMP() WHERE id = '${amp!.id as string}'`);
-    const started = Date.now();
-    const after = await waitFor('a new certificate on the amphora', async () => {
-      const c = await presentedCertificate(box, ip);
-      return c !== before ? c : null;
-    }, 90_000, 1000);
-    figures.cert_rotation_s = seconds(started);
-    console.log(`[octavia-whole] certificate rotation: new certificate presented ${((Date.now() - started) / 1000).toFixed(1)} s after it fell due`);
-    assert.match(after!, /^serial=/);
-    const expires = Date.parse(`${(await box.amphorae(lbId))[0]!.cert_expiration as string}Z`);
-    assert.ok(expires - Date.now() > 7 * 86_400_000, `cert_expiration in the database not moved: ${new Date(expires).toISOString()}`);
-    // The controller's next call goes through with the new certificate.
-    await box.api('PUT', `/lbaas/pools/${httpPoolId}/members`, { members: [member(4), member(5)].map((m) => ({ ...m, weight: 2 })) });
-    await box.waitProvisioning(lbId, 'ACTIVE');
-  });
+  scenario(
+    'cert-rotation',
+    'certificate rotation as housekeeping does it: the amphora presents a new certificate, the controller still talks to it',
+    async () => {
+      created();
+      const [amp] = await box.amphorae(lbId);
+      const ip = amp!.lb_network_ip as string;
+      const before = await presentedCertificate(box, ip);
+      // Due now: housekeeping looks every 5 s (the box's cert_interval) for
+      // amphorae whose certificate expires within its buffer.
+      await box.sql(`UPDATE amphora SET cert_expiration = UTC_TIMESTAMP() WHERE id = '${amp!.id as string}'`);
+      const started = Date.now();
+      const after = await waitFor(
+        'a new certificate on the amphora',
+        async () => {
+          const c = await presentedCertificate(box, ip);
+          return c !== before ? c : null;
+        },
+        90_000,
+        1000,
+      );
+      figures.cert_rotation_s = seconds(started);
+      console.log(`[octavia-whole] certificate rotation: new certificate presented ${((Date.now() - started) / 1000).toFixed(1)} s after it fell due`);
+      assert.match(after!, /^serial=/);
+      const expires = Date.parse(`${(await box.amphorae(lbId))[0]!.cert_expiration as string}Z`);
+      assert.ok(expires - Date.now() > 7 * 86_400_000, `cert_expiration in the database not moved: ${new Date(expires).toISOString()}`);
+      // The controller's next call goes through with the new certificate.
+      await box.api('PUT', `/lbaas/pools/${httpPoolId}/members`, { members: [member(4), member(5)].map((m) => ({ ...m, weight: 2 })) });
+      await box.waitProvisioning(lbId, 'ACTIVE');
+    },
+  );
 
-  scenario('step-by-step', 'a step-by-step create; a listener haproxy refuses (Octavia\'s default connection limit 50000 here) is ERROR, not a restart loop', async () => {
-    const path = '/lbaas/loadbalancers';
-    const lb = (await box.api<{ loadbalancer: Json }>('POST', path, { loadbalancer: { name: 'steps', project_id: PROJECT_ID, vip_subnet_id: TENANT_SUBNET_ID } })).loadbalancer;
-    const id = lb.id as string;
-    try {
-      await stepByStep(id, lb);
-    } finally {
-      await box.api('DELETE', `/lbaas/loadbalancers/${id}?cascade=true`).catch(() => {});
-      await box.waitGone(id);
-    }
-  });
+  scenario(
+    'step-by-step',
+    "a step-by-step create; a listener haproxy refuses (Octavia's default connection limit 50000 here) is ERROR, not a restart loop",
+    async () => {
+      const path = '/lbaas/loadbalancers';
+      const lb = (
+        await box.api<{ loadbalancer: Json }>('POST', path, { loadbalancer: { name: 'steps', project_id: PROJECT_ID, vip_subnet_id: TENANT_SUBNET_ID } })
+      ).loadbalancer;
+      const id = lb.id as string;
+      try {
+        await stepByStep(id, lb);
+      } finally {
+        await box.api('DELETE', `/lbaas/loadbalancers/${id}?cascade=true`).catch(() => {});
+        await box.waitGone(id);
+      }
+    },
+  );
 
   async function stepByStep(id: string, lb: Json): Promise<void> {
     await box.waitProvisioning(id, 'ACTIVE');
     const [amp] = await box.amphorae(id);
     // Octavia's default limit: over this machine's open-files cap, so haproxy refuses to start.
-    const refused = (await box.api<{ listener: Json }>('POST', '/lbaas/listeners', {
-      listener: { loadbalancer_id: id, name: 'too-big', protocol: 'TCP', protocol_port: 82, connection_limit: 50000 },
-    })).listener;
-    await waitFor('the refused listener to be ERROR', async () => {
-      const l = (await box.api<{ listener: Json }>('GET', `/lbaas/listeners/${refused.id}`)).listener;
-      return l.provisioning_status === 'ERROR';
-    }, 120_000, 1000);
+    const refused = (
+      await box.api<{ listener: Json }>('POST', '/lbaas/listeners', {
+        listener: { loadbalancer_id: id, name: 'too-big', protocol: 'TCP', protocol_port: 82, connection_limit: 50000 },
+      })
+    ).listener;
+    await waitFor(
+      'the refused listener to be ERROR',
+      async () => {
+        const l = (await box.api<{ listener: Json }>('GET', `/lbaas/listeners/${refused.id}`)).listener;
+        return l.provisioning_status === 'ERROR';
+      },
+      120_000,
+      1000,
+    );
     await box.waitProvisioning(id, 'ACTIVE');
     const amphora = box.cloud.amphoraOf(amp!.compute_id as string).container!;
     const unit = `haproxy-${id}.service`;
     // A refused start leaves the unit down, without systemd restarting it on the withdrawn config.
-    const settled = waitFor('the refused haproxy unit to settle', () => ['inactive', 'failed'].includes(amphora.unitProperty(unit, 'ActiveState')), 30_000, 500);
+    const settled = waitFor(
+      'the refused haproxy unit to settle',
+      () => ['inactive', 'failed'].includes(amphora.unitProperty(unit, 'ActiveState')),
+      30_000,
+      500,
+    );
     if (ours) {
       await settled;
       assert.is(amphora.unitProperty(unit, 'NRestarts'), '0', amphora.exec(['journalctl', '--no-pager', '-n', '30', '-u', unit]));
     } else {
-      const within = await settled.then(() => 'settled within 30 s', () => 'not settled after 30 s');
-      console.log(`[octavia-whole] refused start, Octavia's own agent: the haproxy unit ${within}: ` +
-        `${amphora.unitProperty(unit, 'ActiveState')}, ${amphora.unitProperty(unit, 'NRestarts')} restarts`);
+      const within = await settled.then(
+        () => 'settled within 30 s',
+        () => 'not settled after 30 s',
+      );
+      console.log(
+        `[octavia-whole] refused start, Octavia's own agent: the haproxy unit ${within}: ` +
+          `${amphora.unitProperty(unit, 'ActiveState')}, ${amphora.unitProperty(unit, 'NRestarts')} restarts`,
+      );
       // Its restart loop ran into systemd's start limit (5 starts in 10 s):
       // until 10 s after the first start passed, every start of the load
       // balancer's haproxy is refused, and the operator's next changes
@@ -319,53 +436,91 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     // The way out an operator takes: delete it, make it again with a limit that fits.
     await box.api('DELETE', `/lbaas/listeners/${refused.id}`);
     await box.waitProvisioning(id, 'ACTIVE');
-    const listener = (await box.api<{ listener: Json }>('POST', '/lbaas/listeners', {
-      listener: { loadbalancer_id: id, name: 'fits', protocol: 'TCP', protocol_port: 82, connection_limit: 1000 },
-    })).listener;
+    const listener = (
+      await box.api<{ listener: Json }>('POST', '/lbaas/listeners', {
+        listener: { loadbalancer_id: id, name: 'fits', protocol: 'TCP', protocol_port: 82, connection_limit: 1000 },
+      })
+    ).listener;
     await box.waitProvisioning(id, 'ACTIVE');
-    const pool = (await box.api<{ pool: Json }>('POST', '/lbaas/pools', {
-      pool: { listener_id: listener.id, name: 'steps-pool', protocol: 'TCP', lb_algorithm: 'ROUND_ROBIN' },
-    })).pool;
+    const pool = (
+      await box.api<{ pool: Json }>('POST', '/lbaas/pools', {
+        pool: { listener_id: listener.id, name: 'steps-pool', protocol: 'TCP', lb_algorithm: 'ROUND_ROBIN' },
+      })
+    ).pool;
     await box.waitProvisioning(id, 'ACTIVE');
     await box.api('POST', `/lbaas/pools/${pool.id}/members`, { member: member(9) });
     await box.waitProvisioning(id, 'ACTIVE');
     await waitFor('the step-by-step listener to serve', async () => (await servedBy(box, `http://${lb.vip_address}:82/`, 2)).includes('m9'), 60_000, 1000);
   }
 
-  scenario('active-standby', 'ACTIVE_STANDBY (an operator\'s flavor): the VRRP master killed, traffic moves to the backup; the health manager replaces the dead amphora', async () => {
-    const profile = (await box.api<{ flavorprofile: Json }>('POST', '/lbaas/flavorprofiles', { flavorprofile: {
-      name: 'active-standby', provider_name: 'amphora', flavor_data: JSON.stringify({ loadbalancer_topology: 'ACTIVE_STANDBY' }),
-    } })).flavorprofile;
-    const flavor = (await box.api<{ flavor: Json }>('POST', '/lbaas/flavors', { flavor: {
-      name: 'active-standby', flavor_profile_id: profile.id, enabled: true,
-    } })).flavor;
-    const lb = (await box.api<{ loadbalancer: Json }>('POST', '/lbaas/loadbalancers', { loadbalancer: {
-      name: 'pair', project_id: PROJECT_ID, vip_subnet_id: TENANT_SUBNET_ID, flavor_id: flavor.id,
-      listeners: [{ name: 'pair-http', protocol: 'HTTP', protocol_port: 80, default_pool: {
-        name: 'pair-pool', protocol: 'HTTP', lb_algorithm: 'ROUND_ROBIN',
-        healthmonitor: { type: 'HTTP', delay: 2, timeout: 1, max_retries: 2, url_path: '/healthz' },
-        members: [member(4), member(9)],
-      } }],
-    } })).loadbalancer;
-    const id = lb.id as string;
-    try {
-      await activeStandby(id, lb.vip_address as string);
-    } finally {
-      await box.api('DELETE', `/lbaas/loadbalancers/${id}?cascade=true`).catch(() => {});
-      await box.waitGone(id);
-    }
-  });
+  scenario(
+    'active-standby',
+    "ACTIVE_STANDBY (an operator's flavor): the VRRP master killed, traffic moves to the backup; the health manager replaces the dead amphora",
+    async () => {
+      const profile = (
+        await box.api<{ flavorprofile: Json }>('POST', '/lbaas/flavorprofiles', {
+          flavorprofile: {
+            name: 'active-standby',
+            provider_name: 'amphora',
+            flavor_data: JSON.stringify({ loadbalancer_topology: 'ACTIVE_STANDBY' }),
+          },
+        })
+      ).flavorprofile;
+      const flavor = (
+        await box.api<{ flavor: Json }>('POST', '/lbaas/flavors', {
+          flavor: {
+            name: 'active-standby',
+            flavor_profile_id: profile.id,
+            enabled: true,
+          },
+        })
+      ).flavor;
+      const lb = (
+        await box.api<{ loadbalancer: Json }>('POST', '/lbaas/loadbalancers', {
+          loadbalancer: {
+            name: 'pair',
+            project_id: PROJECT_ID,
+            vip_subnet_id: TENANT_SUBNET_ID,
+            flavor_id: flavor.id,
+            listeners: [
+              {
+                name: 'pair-http',
+                protocol: 'HTTP',
+                protocol_port: 80,
+                default_pool: {
+                  name: 'pair-pool',
+                  protocol: 'HTTP',
+                  lb_algorithm: 'ROUND_ROBIN',
+                  healthmonitor: { type: 'HTTP', delay: 2, timeout: 1, max_retries: 2, url_path: '/healthz' },
+                  members: [member(4), member(9)],
+                },
+              },
+            ],
+          },
+        })
+      ).loadbalancer;
+      const id = lb.id as string;
+      try {
+        await activeStandby(id, lb.vip_address as string);
+      } finally {
+        await box.api('DELETE', `/lbaas/loadbalancers/${id}?cascade=true`).catch(() => {});
+        await box.waitGone(id);
+      }
+    },
+  );
 
   /** The server whose amphora holds `vip` in its tenant namespace (the VRRP master), among `amphorae`. */
   function vipHolder(amphorae: Json[], vip: string): Json | null {
-    return amphorae.find((a) => {
-      const c = box.cloud.amphoraOf(a.compute_id as string).container;
-      try {
-        return c?.exec(['ip', 'netns', 'exec', 'amphora-haproxy', 'ip', '-o', '-4', 'addr']).includes(` ${vip}/`) ?? false;
-      } catch {
-        return false;
-      }
-    }) ?? null;
+    return (
+      amphorae.find((a) => {
+        const c = box.cloud.amphoraOf(a.compute_id as string).container;
+        try {
+          return c?.exec(['ip', 'netns', 'exec', 'amphora-haproxy', 'ip', '-o', '-4', 'addr']).includes(` ${vip}/`) ?? false;
+        } catch {
+          return false;
+        }
+      }) ?? null
+    );
   }
 
   async function activeStandby(id: string, vip: string): Promise<void> {
@@ -395,21 +550,34 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     const failed = after.filter((r) => r.status !== 200);
     // Requests started after the kill wait (SYN retransmits) until the backup
     // holds the VIP: the longest time between two answers is the outage.
-    const ends = load.records.filter((r) => r.status === 200).map((r) => r.end).sort((a, b) => a - b);
+    const ends = load.records
+      .filter((r) => r.status === 200)
+      .map((r) => r.end)
+      .sort((a, b) => a - b);
     const gap = Math.max(...ends.slice(1).map((t, i) => t - ends[i]!));
     figures.as_failed = failed.length;
     figures.as_gap_ms = gap;
-    console.log(`[octavia-whole] ACTIVE_STANDBY master killed: ${after.length} requests after the kill, ${failed.length} failed ` +
-      `(${[...new Set(failed.map((r) => r.error ?? r.status))].join(', ')}); longest time without an answer ${gap} ms`);
-    assert.ok(after.slice(-20).every((r) => r.status === 200), 'the backup serves every request once it holds the VIP');
+    console.log(
+      `[octavia-whole] ACTIVE_STANDBY master killed: ${after.length} requests after the kill, ${failed.length} failed ` +
+        `(${[...new Set(failed.map((r) => r.error ?? r.status))].join(', ')}); longest time without an answer ${gap} ms`,
+    );
+    assert.ok(
+      after.slice(-20).every((r) => r.status === 200),
+      'the backup serves every request once it holds the VIP',
+    );
 
     // The health manager notices the dead amphora (heartbeat_timeout) and
     // replaces it; the pair is whole again.
     started = Date.now();
-    await waitFor('the health manager to replace the dead amphora', async () => {
-      const now = await box.amphorae(id);
-      return now.length === 2 && !now.some((a) => a.id === master!.id) && now.every((a) => a.status === 'ALLOCATED') ? now : null;
-    }, 240_000, 2000);
+    await waitFor(
+      'the health manager to replace the dead amphora',
+      async () => {
+        const now = await box.amphorae(id);
+        return now.length === 2 && !now.some((a) => a.id === master!.id) && now.every((a) => a.status === 'ALLOCATED') ? now : null;
+      },
+      240_000,
+      2000,
+    );
     await box.waitProvisioning(id, 'ACTIVE');
     figures.as_replaced_s = seconds(started);
     console.log(`[octavia-whole] ACTIVE_STANDBY: the dead amphora replaced ${((Date.now() - started) / 1000).toFixed(1)} s after the kill`);

@@ -42,8 +42,25 @@ export const RELOAD_FLOOR_KB = 64 * 1024;
 
 /** Sections of haproxy's config: a `cache` or `ring` section ends at the next of them. */
 const SECTIONS = new Set([
-  'global', 'defaults', 'frontend', 'backend', 'listen', 'peers', 'userlist', 'resolvers', 'mailers', 'program',
-  'http-errors', 'ring', 'cache', 'crt-store', 'traces', 'log-forward', 'fcgi-app', 'dynamic-update', 'acme',
+  'global',
+  'defaults',
+  'frontend',
+  'backend',
+  'listen',
+  'peers',
+  'userlist',
+  'resolvers',
+  'mailers',
+  'program',
+  'http-errors',
+  'ring',
+  'cache',
+  'crt-store',
+  'traces',
+  'log-forward',
+  'fcgi-app',
+  'dynamic-update',
+  'acme',
 ]);
 
 /** Keywords bounded here; with SECTIONS, the first words of the lines that matter. */
@@ -149,7 +166,8 @@ export function checkBounds(text: string, ctx: PolicyContext): PolicyViolation[]
   const memory = availableKb(facts);
   if (memory <= 0) return out; // /proc/meminfo unreadable: no memory to bound by
   const bound = reserveBoundKb(facts);
-  const why = `the bound for this amphora is ${mb(bound)}: half of the ${mb(memory)} it has free, in buffers and cached, ` +
+  const why =
+    `the bound for this amphora is ${mb(bound)}: half of the ${mb(memory)} it has free, in buffers and cached, ` +
     `less ${mb(reloadFloorKb(memory))} for the new worker, so the old and the new worker of a reload both fit`;
   const total = reserved.reduce((sum, r) => sum + r.kb, 0);
   if (total <= bound) return out;

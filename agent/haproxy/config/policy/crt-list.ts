@@ -29,9 +29,24 @@ export interface CrtListProblem {
  * refused.
  */
 const OPTIONS = new Map([
-  ['alpn', 1], ['no-alpn', 0], ['npn', 1], ['ciphers', 1], ['ciphersuites', 1], ['curves', 1], ['ecdhe', 1], ['sigalgs', 1],
-  ['client-sigalgs', 1], ['verify', 1], ['no-ca-names', 0], ['allow-0rtt', 0], ['ssl-min-ver', 1], ['ssl-max-ver', 1], ['ocsp-update', 1],
-  ['ca-file', 1], ['ca-verify-file', 1], ['crl-file', 1],
+  ['alpn', 1],
+  ['no-alpn', 0],
+  ['npn', 1],
+  ['ciphers', 1],
+  ['ciphersuites', 1],
+  ['curves', 1],
+  ['ecdhe', 1],
+  ['sigalgs', 1],
+  ['client-sigalgs', 1],
+  ['verify', 1],
+  ['no-ca-names', 0],
+  ['allow-0rtt', 0],
+  ['ssl-min-ver', 1],
+  ['ssl-max-ver', 1],
+  ['ocsp-update', 1],
+  ['ca-file', 1],
+  ['ca-verify-file', 1],
+  ['crl-file', 1],
 ]);
 const FILE_OPTIONS = new Set(['ca-file', 'ca-verify-file', 'crl-file']);
 

@@ -81,9 +81,10 @@ export async function checkFiles(files: FileReference[], ctx: PolicyContext): Pr
     if (typeof content === 'string') {
       out.push({ line: ref.line, directive: ref.directive, reason: `${JSON.stringify(ref.path)} ${content}` });
     } else if (content !== null) {
-      const problems = ref.kind === 'certificate'
-        ? await certificateProblems(ref.path, content, certDir, protectedFiles)
-        : await crtListProblems(ref.path, content, certDir, protectedFiles, ctx);
+      const problems =
+        ref.kind === 'certificate'
+          ? await certificateProblems(ref.path, content, certDir, protectedFiles)
+          : await crtListProblems(ref.path, content, certDir, protectedFiles, ctx);
       for (const reason of problems) out.push({ line: ref.line, directive: ref.directive, reason });
     }
   }

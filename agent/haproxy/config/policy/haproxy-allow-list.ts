@@ -58,8 +58,13 @@ export function compileAllowList(list: AllowList): CompiledAllowList {
   const options = (o: Record<string, string>) => new Map(Object.entries(o).map(([k, v]) => [k, v === '' ? null : compileToken(v)]));
   const serverOptions = options(list.serverOptions);
   return {
-    list, patterns, fetches: new Set(list.fetches), converters: new Set(list.converters),
-    serverOptions, bindOptions: options(list.bindOptions), plainServer: plainServerLine(serverOptions),
+    list,
+    patterns,
+    fetches: new Set(list.fetches),
+    converters: new Set(list.converters),
+    serverOptions,
+    bindOptions: options(list.bindOptions),
+    plainServer: plainServerLine(serverOptions),
   };
 }
 

@@ -29,7 +29,11 @@ function checkValue(v: string, where: string): void {
 export function parsePolicyExtension(text: string, source: string): AllowList {
   const out: AllowList = { lines: [], serverOptions: {}, bindOptions: {}, fetches: [], converters: [] };
   for (const [i, raw] of text.split('\n').entries()) {
-    const words = raw.replace(/#.*/, '').trim().split(/\s+/).filter((w) => w !== '');
+    const words = raw
+      .replace(/#.*/, '')
+      .trim()
+      .split(/\s+/)
+      .filter((w) => w !== '');
     if (words.length === 0) continue;
     const where = `${source} line ${i + 1}`;
     const [kind, ...rest] = words as [string, ...string[]];

@@ -49,8 +49,21 @@ export function insideDirs(path: string, dirs: string[]): boolean {
 
 /** Keywords whose second word is part of the directive's name in a refusal (`stats socket`, `http-request return`). */
 const TWO_WORD_DIRECTIVES = new Set([
-  'option', 'no', 'timeout', 'stats', 'http-request', 'http-response', 'http-after-response', 'http-check', 'tcp-request',
-  'tcp-response', 'redirect', 'stick', 'external-check', 'http-error', 'tcp-check',
+  'option',
+  'no',
+  'timeout',
+  'stats',
+  'http-request',
+  'http-response',
+  'http-after-response',
+  'http-check',
+  'tcp-request',
+  'tcp-response',
+  'redirect',
+  'stick',
+  'external-check',
+  'http-error',
+  'tcp-check',
 ]);
 
 /** A failed match: how far it got (the furthest match gives the reason) and why it stopped. */
@@ -118,7 +131,8 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
         return ok ? null : `listens on ${JSON.stringify(w)}; only ${ownSocket} or a .sock file in ${lbDir}/ may be used`;
       }
       case 'syslog':
-        return LOCAL_LOG_TARGETS.includes(w.replace(/^unix@/, '')) ? null
+        return LOCAL_LOG_TARGETS.includes(w.replace(/^unix@/, ''))
+          ? null
           : `sends logs to ${JSON.stringify(w)}; only the amphora's syslog socket (${LOCAL_LOG_TARGETS.join(', ')}) may be used`;
       case 'ping-wrapper':
         return pingWrappers.includes(w) ? null : `runs ${JSON.stringify(w)}; only Octavia's ${ownPingWrapper} may run`;
@@ -203,10 +217,14 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
 
   const rest = (t: Token, words: string[], i: number): Miss | null => {
     switch (t.slot) {
-      case 'server-options': return optionList(allowed.serverOptions, 'server', words, i);
-      case 'bind-options': return optionList(allowed.bindOptions, 'bind', words, i);
-      case 'acl': return aclBody(words, i, words.length);
-      default: return condition(words, i);
+      case 'server-options':
+        return optionList(allowed.serverOptions, 'server', words, i);
+      case 'bind-options':
+        return optionList(allowed.bindOptions, 'bind', words, i);
+      case 'acl':
+        return aclBody(words, i, words.length);
+      default:
+        return condition(words, i);
     }
   };
 
@@ -270,7 +288,8 @@ export function readConfigPolicy(text: string, ctx: PolicyContext, allowed = all
   }
   // Forking is for Octavia's PING check: the only external-check command allowed above.
   if (!pingCommand) {
-    for (const line of forkLines) out.push({ line, directive: 'insecure-fork-wanted', reason: `lets workers fork without Octavia's external PING check (${ownPingWrapper})` });
+    for (const line of forkLines)
+      out.push({ line, directive: 'insecure-fork-wanted', reason: `lets workers fork without Octavia's external PING check (${ownPingWrapper})` });
   }
   return { violations: out.sort((a, b) => a.line - b.line), files };
 }

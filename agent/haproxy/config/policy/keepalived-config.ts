@@ -46,7 +46,10 @@ export function keepalivedScripts(basePath: string) {
 
 type Shape = (word: string, ctx: KeepalivedPolicyContext) => boolean;
 
-const int = (max: number) => (w: string): boolean => /^\d{1,10}$/.test(w) && Number(w) <= max;
+const int =
+  (max: number) =>
+  (w: string): boolean =>
+    /^\d{1,10}$/.test(w) && Number(w) <= max;
 const cidr: Shape = (w) => {
   const [addr, len, extra] = w.split('/');
   if (extra !== undefined || len === undefined || !/^\d{1,3}$/.test(len)) return false;
@@ -78,10 +81,7 @@ const SHAPES: Record<string, Shape> = {
 };
 
 /** misc_path's command, split at spaces as keepalived splits it into argv. */
-const MISC_COMMANDS = [
-  '<udp-check-script> <ip> <port>',
-  'amphora-health-checker sctp -t <int> <ip> <port>',
-].map((p) => p.split(' '));
+const MISC_COMMANDS = ['<udp-check-script> <ip> <port>', 'amphora-health-checker sctp -t <int> <ip> <port>'].map((p) => p.split(' '));
 
 /** A pattern for a refusal's reason, with the paths of the amphora in place of their placeholders. */
 function describe(pattern: string, ctx: KeepalivedPolicyContext): string {
@@ -89,7 +89,12 @@ function describe(pattern: string, ctx: KeepalivedPolicyContext): string {
   return pattern
     .replace('<vrrp-check-script>', scripts.vrrpCheck)
     .replace('<haproxy-track-file>', scripts.haproxyTrack)
-    .replace('<misc-path>', `"${MISC_COMMANDS.map((c) => c.join(' ')).join('" or "').replace('<udp-check-script>', scripts.udpCheck)}"`)
+    .replace(
+      '<misc-path>',
+      `"${MISC_COMMANDS.map((c) => c.join(' '))
+        .join('" or "')
+        .replace('<udp-check-script>', scripts.udpCheck)}"`,
+    )
     .replace('<namespace>', ctx.namespaces.join(' or '));
 }
 

@@ -12,9 +12,12 @@
 // stored in Barbican. Pure: bytes in, the labels found or the reason out.
 /** The PEM labels a load balancer's certificate files may hold. */
 const LABELS = new Set([
-  'CERTIFICATE', 'X509 CRL', 'PRIVATE KEY',
+  'CERTIFICATE',
+  'X509 CRL',
+  'PRIVATE KEY',
   // Octavia re-serializes keys in OpenSSL's traditional format (prepare_private_key).
-  'RSA PRIVATE KEY', 'EC PRIVATE KEY',
+  'RSA PRIVATE KEY',
+  'EC PRIVATE KEY',
 ]);
 
 const BEGIN = /^-----BEGIN ([A-Z0-9 ]+)-----$/;
