@@ -8,21 +8,19 @@
 // the router hands all of them to its one error handler.
 import type { ConfigStore } from '../config/store.js';
 import type { HaproxyEngine } from '../haproxy/apply/engine.js';
-import type { ChangeReport, MemberEdit } from '../haproxy/apply/pipeline.js';
+import type { MemberEdit } from '../haproxy/apply/pipeline.js';
 import { KeyedLock } from '../system/keyed-lock.js';
 import { renderLoadBalancer, renderMemberLines } from '../render/render.js';
 import type { AmphoraFacts, RenderTarget } from '../render/settings.js';
 import { poolsById, withMember } from '../model/spec/pools.js';
 import { LVS_PROTOCOLS, type LoadBalancerSpec, type MemberSpec } from '../model/spec/types.js';
 import { validateMember, validateSpec } from '../model/spec/validate.js';
-import { ensureDir, writeFilesAtomic, type FileContent } from '../system/files.js';
-import { afterLvsChange } from './announce.js';
-import { readCertificate, removeCertificate, removeCertificates, storeCertificate, writeCrtList } from './certificates.js';
+import type { FileContent } from '../system/files.js';
+import { readCertificate, removeCertificate, removeCertificates, storeCertificate } from './certificates.js';
 import { describeMemberChange } from './changes.js';
 import type { Logger } from '../log.js';
 import type { ApplyMetrics } from './metrics.js';
-import { isReload, type ApplyOutcome } from '../outcome.js';
-import type { Plan } from '../haproxy/apply/plan.js';
+import type { ApplyOutcome } from '../outcome.js';
 import { recordedApply } from './recorded-apply.js';
 import {
   JOURNAL_LIMIT,
@@ -40,8 +38,9 @@ import {
 import { editMember, sameMember } from './member-edit.js';
 import { loadBalancerStatus, supervisionStatus, type LoadBalancerStatus, type SupervisionStatus } from './status.js';
 import { ObjectNotFoundError, PreconditionFailedError, SpecMismatchError } from './v2-errors.js';
-import { applyLvsListeners, lvsChanges, lvsListeners, lvsStatuses, removeLvsListeners, removeNewLvs } from './lvs-listeners.js';
-import { forcedReload, prepareSpec, type Prepared } from './prepared-spec.js';
+import { lvsListeners, lvsStatuses, removeLvsListeners, removeNewLvs } from './lvs-listeners.js';
+import { prepareSpec } from './prepared-spec.js';
+import { applyPrepared, dryRunPrepared } from './spec-apply.js';
 import { plannedReport, reportedSteps, type PutOptions, type PutResult } from './put-result.js';
 
 export class V2Service {
@@ -106,13 +105,13 @@ export class V2Service {
   /** A whole spec rendered and applied; the caller holds the lock. */
   private async putSpec(lbId: string, spec: LoadBalancerSpec, current: JournaledSpec | null, opts: PutOptions, started: bigint): Promise<PutResult> {
     const p = await prepareSpec(this.deps.config.current, await this.renderTarget(), spec, current);
-    if (opts.dryRun) return this.dryRun(lbId, p);
+    if (opts.dryRun) return dryRunPrepared(this.deps, lbId, p);
     try {
       const applied = await recordedApply(
         this.deps,
         '2.0',
         async () => {
-          const out = await this.apply(lbId, p);
+          const out = await applyPrepared(this.deps, lbId, this.amphoraId(lbId), p, this.specFileContents(lbId, p.next));
           this.specs.set(lbId, { stored: p.next, journal: '', changes: 0 });
           return { out, outcome: out.result };
         },
@@ -219,68 +218,6 @@ export class V2Service {
     return { initStateAtStartup: caps.initStateAtStartup, ...(this.deps.amphora ? { amphora: this.deps.amphora } : {}) };
   }
 
-  /** What apply() would do: the engine's plan for the config, as the apply would execute it, and the LVS listeners it would touch. */
-  private async dryRun(lbId: string, p: Prepared): Promise<PutResult> {
-    const config = p.rendered.haproxyConfig;
-    const plan: Plan =
-      config !== null
-        ? await this.deps.engine.plan(lbId, config, forcedReload(p))
-        : (await this.deps.engine.exists(lbId))
-          ? { kind: 'reload', reason: NO_HAPROXY_LEFT }
-          : { kind: 'unchanged' };
-    return {
-      ...plannedReport(plan, await lvsChanges(this.deps, p.rendered.lvsConfigs, p.lvsRemoved)),
-      result: 'dry_run',
-      created: p.current === null,
-      etag: p.next.etag,
-      changes: p.changes,
-      config: config ?? '',
-      pending: [],
-    };
-  }
-
-  /** haproxy through the engine (runtime or reload), then keepalived for UDP/SCTP listeners, then the spec. */
-  private async apply(lbId: string, p: Prepared): Promise<PutResult & { result: ApplyOutcome }> {
-    const config = p.rendered.haproxyConfig;
-    // Without LVS listeners the spec is written with the config, in the
-    // engine's one step; with them, after keepalived too has taken its part.
-    const hasLvs = p.rendered.lvsConfigs.length > 0 || p.lvsRemoved.length > 0;
-    const specFiles = this.specFileContents(lbId, p.next);
-    // A spec sent again as it is (controllers retry) needs no write.
-    // (A journal is folded into spec.json on every whole-spec PUT that writes.)
-    const specChanged =
-      p.current === null || p.journaled || p.current.etag !== p.next.etag || JSON.stringify(p.current.certificates) !== JSON.stringify(p.next.certificates);
-    let report: Pick<ChangeReport, 'outcome' | 'steps' | 'reloadReason' | 'pending'> = { outcome: 'unchanged', steps: [], reloadReason: null, pending: [] };
-    if (config !== null) {
-      for (const f of p.rendered.crtLists) await writeCrtList(this.deps.config.current, lbId, f.path, f.content);
-      const forceReload = forcedReload(p);
-      report = await this.deps.engine.apply(lbId, this.amphoraId(lbId), config, {
-        companions: hasLvs || !specChanged ? [] : specFiles,
-        ...(forceReload ? { forceReload } : {}),
-      });
-    } else if (await this.deps.engine.exists(lbId)) {
-      await this.deps.engine.delete(lbId);
-      report = { ...report, outcome: 'reloaded', reloadReason: NO_HAPROXY_LEFT };
-    }
-    const lvs = hasLvs ? await applyLvsListeners(this.deps, p.rendered.lvsConfigs, p.lvsRemoved) : [];
-    if (lvs.length > 0) await afterLvsChange(this.deps);
-    if (hasLvs && specChanged) {
-      await ensureDir(this.deps.engine.files(lbId).dir, 0o755);
-      await writeFilesAtomic(specFiles);
-    }
-    // A keepalived restart is a reload of that listener.
-    const result = lvs.length > 0 && !isReload(report.outcome) ? 'reloaded' : report.outcome;
-    return {
-      result,
-      created: p.current === null,
-      etag: p.next.etag,
-      changes: p.changes,
-      ...reportedSteps(report, report.reloadReason, lvs),
-      pending: report.pending,
-      lvs,
-    };
-  }
-
   /**
    * At agent start: the load balancers whose config a killed agent held back
    * after member calls (haproxy/apply/deferred-config.ts) get their stored spec
@@ -346,7 +283,5 @@ export class V2Service {
     return this.deps.config.current.amphoraAgent.amphoraId ?? lbId;
   }
 }
-
-const NO_HAPROXY_LEFT = 'no haproxy listeners left';
 
 const noLoadBalancer = (lbId: string) => new ObjectNotFoundError(`no load balancer ${lbId}`);
