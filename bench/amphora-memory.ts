@@ -115,13 +115,14 @@ async function runTrial(kind: Kind, memoryMb: number, deadlineMs: number): Promi
     }, 10_000);
     const workload = await runWorkload(amp).finally(() => clearInterval(sampling));
     result.workload = workload;
+    result.ok = workload.failed === 0 && workload.oomKills === 0;
+    result.reason = describeWorkload(workload);
+    // Saved first: what is read after may fail, and a failed workload is explained by these logs.
+    if (!result.ok) result.reason += `; guest logs in ${await amp.saveLogs().catch((e: Error) => `none (${e.message.split('\n')[0]})`)}`;
     result.usedAfterWorkload = (await amp.memory()).usedMb;
     const { processes, kernel } = amp.memoryBreakdown();
     result.shmemAfterWorkload = kernel.Shmem ?? null;
     result.breakdown = [...processes.slice(0, 12), ...Object.entries(kernel)].map(([n, mb]) => `${n} ${mb.toFixed(1)}`).join(', ');
-    result.ok = workload.failed === 0 && workload.oomKills === 0;
-    result.reason = describeWorkload(workload);
-    if (!result.ok) result.reason += `; guest logs in ${await amp.saveLogs().catch((e: Error) => `none (${e.message.split('\n')[0]})`)}`;
   } catch (e) {
     result.reason = (e as Error).message.split('\n')[0]!;
     try {

@@ -286,7 +286,7 @@ export class AmphoraVm {
    */
   memoryBreakdown(): { processes: [string, number][]; kernel: Record<string, number> } {
     const pss = this.guest.root(
-      'for p in /proc/[0-9]*; do n=$(cat $p/comm 2>/dev/null) && k=$(awk \'/^Pss:/ {print $2}\' $p/smaps_rollup 2>/dev/null) && [ -n "$k" ] && echo "$k $n"; done',
+      'for p in /proc/[0-9]*; do n=$(cat $p/comm 2>/dev/null) && k=$(awk \'/^Pss:/ {print $2}\' $p/smaps_rollup 2>/dev/null) && [ -n "$k" ] && echo "$k $n"; done; true',
     );
     const byName = new Map<string, number>();
     for (const line of pss.trim().split('\n')) {
