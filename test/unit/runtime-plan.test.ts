@@ -40,6 +40,27 @@ test('member add, weight, admin state and removal are runtime steps, added first
   assert.equal(removed.steps.at(-1), { kind: 'remove', backend: 'b', server: 'm4' });
 });
 
+test("Octavia 19's TLS session cache size, sized from free memory at each update, alone reloads nothing", () => {
+  // Octavia's rendering: `tune.ssl.cachesize` in global, then the sections, then the members.
+  const withCache = (size: string, servers: string[], tail = '') =>
+    cfg(servers).replace('    maxconn 100', `    maxconn 100\n    tune.ssl.cachesize ${size}${tail}`);
+  const before = withCache('1195040', ['m1 10.0.0.1:80 weight 1 check', 'm2 10.0.0.2:80 weight 1 check']);
+  const after = withCache('1187344', ['m2 10.0.0.2:80 weight 1 check', 'm3 10.0.0.3:80 weight 1 check']);
+  const plan = planRuntime(before, after);
+  assert.is(plan.reloadReason, null);
+  assert.equal(
+    plan.steps.map((s) => `${s.kind} ${s.server}`),
+    ['add m3', 'remove m1'],
+  );
+  assert.equal(planRuntime(before, withCache('20000', ['m1 10.0.0.1:80 weight 1 check', 'm2 10.0.0.2:80 weight 1 check'])), { steps: [], reloadReason: null });
+  // Listed, not guessed: another global setting, another section, or more words than a size reload.
+  assert.match(planRuntime(before, before.replace('maxconn 100', 'maxconn 200')).reloadReason!, /more than members/);
+  const inFrontend = (size: string) => cfg(['m1 10.0.0.1:80 weight 1 check'], `    tune.ssl.cachesize ${size}`);
+  assert.match(planRuntime(inFrontend('1'), inFrontend('2')).reloadReason!, /more than members/);
+  const servers = ['m1 10.0.0.1:80 weight 1 check'];
+  assert.match(planRuntime(withCache('1', servers, ' 2'), withCache('3', servers, ' 2')).reloadReason!, /more than members/);
+});
+
 test('anything beyond members needs a reload', () => {
   const base = cfg(['m1 10.0.0.1:80 weight 1 check']);
   assert.match(planRuntime(base, cfg(['m1 10.0.0.1:80 weight 1 check'], '    timeout client 5s')).reloadReason!, /more than members/);

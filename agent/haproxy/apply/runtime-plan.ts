@@ -1,6 +1,8 @@
 // Can a new config be reached from the running one through haproxy's runtime
-// API, without a reload? Only when everything but server lines is the same,
-// and the server lines differ in ways the runtime API can express: a member
+// API, without a reload? Only when everything but server lines is the same
+// (or differs only in a global setting haproxy may keep until its next
+// reload: KEPT_UNTIL_RELOAD), and the server lines differ in ways the
+// runtime API can express: a member
 // added or removed, its weight, its admin state. Anything else (an address,
 // check options, backup, a new backend) needs a reload. Pure.
 import { admit, HOLD_DOWN, type Admission } from '../../model/admission.js';
@@ -63,43 +65,70 @@ function serverName(line: string): string | null {
 }
 
 /**
- * The backend a section line opens, else null. Read with the tokenizer the
- * config reader uses, so the backend a server is keyed under here is the one
- * its facts are found under (readConfig), whatever quotes or comments the
- * section line holds.
+ * A section line's keyword and name ("backend", "pool-1"). Read with the
+ * tokenizer the config reader uses, so the backend a server is keyed under
+ * here is the one its facts are found under (readConfig), whatever quotes or
+ * comments the section line holds.
  */
-function backendOf(sectionLine: string): string | null {
-  const words = tokenizeLine(sectionLine).words;
-  return words[0] === 'backend' ? (words[1] ?? null) : null;
+interface Section {
+  keyword: string | null;
+  name: string | null;
 }
 
-/** The backend the line at offset `at` is in (null: another section or none), from the section line above it. */
-function backendAbove(text: string, at: number): string | null {
+function sectionOf(sectionLine: string): Section {
+  const words = tokenizeLine(sectionLine).words;
+  return { keyword: words[0] ?? null, name: words[1] ?? null };
+}
+
+const backendOf = (section: Section | null): string | null => (section?.keyword === 'backend' ? section.name : null);
+
+/** The section the line at offset `at` is in (null: none), from the section line above it. */
+function sectionAbove(text: string, at: number): Section | null {
   let end = at - 1; // the '\n' ending the line above
   while (end > 0) {
     const begin = text.lastIndexOf('\n', end - 1) + 1;
     const line = text.slice(begin, end);
     end = begin - 1;
     if (line.trim() === '' || !/^\S/.test(line)) continue;
-    return backendOf(line);
+    return sectionOf(line);
   }
   return null;
+}
+
+/**
+ * Global settings a running haproxy may keep at the value it loaded until
+ * its next reload: a change to them alone reloads nothing. Listed, not
+ * guessed. `tune.ssl.cachesize`: Octavia 19 (LP #2119987) sizes the TLS
+ * session cache from the amphora's free memory at each update, so each
+ * update of a load balancer with a TLS listener renders another number. A
+ * reload for it would restart every admission in progress (issue 32) and
+ * hold two caches while the old worker drains: the memory the sizing
+ * exists to save.
+ */
+const KEPT_UNTIL_RELOAD = new Set(['tune.ssl.cachesize']);
+
+/** A `global` line that only sets one of KEPT_UNTIL_RELOAD (its words as haproxy reads them). */
+function keptUntilReload(section: Section | null, line: string): boolean {
+  if (section?.keyword !== 'global') return false;
+  const words = tokenizeLine(line).words;
+  return words.length === 2 && KEPT_UNTIL_RELOAD.has(words[0]!);
 }
 
 /**
  * Lines compare with whitespace runs collapsed: a difference there only costs
  * an unneeded reload. `backend`: the section the first line is in.
  */
-function skeleton(lines: string[], backend: string | null): Skeleton {
+function skeleton(lines: string[], section: Section | null): Skeleton {
   const rest: string[] = [];
   const servers = new Map<string, Server>();
   for (const line of lines) {
     if (line.trim() === '') continue;
-    if (/^\S/.test(line)) backend = backendOf(line);
+    if (/^\S/.test(line)) section = sectionOf(line);
+    const backend = backendOf(section);
     const name = backend !== null ? serverName(line) : null;
     if (name !== null) {
       servers.set(memberKey(backend!, name), { backend: backend!, name, line });
-    } else {
+    } else if (!keptUntilReload(section, line)) {
       rest.push(line.trim().replace(/\s+/g, ' '));
     }
   }
@@ -113,10 +142,10 @@ function skeleton(lines: string[], backend: string | null): Skeleton {
  */
 function changedSkeletons(beforeText: string, afterText: string): { before: Skeleton; after: Skeleton } {
   const { start, beforeEnd, afterEnd } = changedRegion(beforeText, afterText);
-  const backend = backendAbove(afterText, start);
+  const section = sectionAbove(afterText, start);
   return {
-    before: skeleton(beforeText.slice(start, beforeEnd).split('\n'), backend),
-    after: skeleton(afterText.slice(start, afterEnd).split('\n'), backend),
+    before: skeleton(beforeText.slice(start, beforeEnd).split('\n'), section),
+    after: skeleton(afterText.slice(start, afterEnd).split('\n'), section),
   };
 }
 
