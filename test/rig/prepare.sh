@@ -45,29 +45,39 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# Namespaces and veths left by an interrupted earlier run.
-for ns in $(ip netns list 2>/dev/null | awk '/^aat-/{print $1}'); do
-  for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-  ip netns del "$ns" 2>/dev/null || true
-done
-for link in $(ip -o link show 2>/dev/null | awk -F': ' '/aath/{print $2}' | cut -d@ -f1); do
-  ip link del "$link" 2>/dev/null || true
-done
+# What an interrupted earlier run left, unless another test or bench run (of
+# any checkout) is alive: its namespaces, veths and containers look the same,
+# and removing them would fail it. (This script runs before its own runner.)
+leftovers() {
+  # Namespaces and veths left by an interrupted earlier run.
+  for ns in $(ip netns list 2>/dev/null | awk '/^aat-/{print $1}'); do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  for link in $(ip -o link show 2>/dev/null | awk -F': ' '/aath/{print $2}' | cut -d@ -f1); do
+    ip link del "$link" 2>/dev/null || true
+  done
 
-# Image containers left by an interrupted run (test/helpers/amphora-container.ts):
-# their systemd (PID 1 of each) killed, their overlays and cgroups removed.
-for pid in $(pgrep -f '^systemd-nspawn -D /var/tmp/aat-ns-' 2>/dev/null); do
-  read -r -a children <"/proc/$pid/task/$pid/children" || true
-  for child in "${children[@]}"; do kill -9 "$child" 2>/dev/null || true; done
-done
-for dir in /var/tmp/aat-ns-*; do
-  [ -d "$dir" ] || continue
-  awk -v r="$dir" 'index($2, r "/") == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
-  rm -rf --one-file-system "$dir"
-done
-for cg in /sys/fs/cgroup/aat-nspawn-* /sys/fs/cgroup/unified/aat-nspawn-* /sys/fs/cgroup/systemd/aat-nspawn-*; do
-  if [ -d "$cg" ]; then find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
-done
+  # Image containers left by an interrupted run (test/helpers/amphora-container.ts):
+  # their systemd (PID 1 of each) killed, their overlays and cgroups removed.
+  for pid in $(pgrep -f '^systemd-nspawn -D /var/tmp/aat-ns-' 2>/dev/null); do
+    read -r -a children <"/proc/$pid/task/$pid/children" || true
+    for child in "${children[@]}"; do kill -9 "$child" 2>/dev/null || true; done
+  done
+  for dir in /var/tmp/aat-ns-*; do
+    [ -d "$dir" ] || continue
+    awk -v r="$dir" 'index($2, r "/") == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+    rm -rf --one-file-system "$dir"
+  done
+  for cg in /sys/fs/cgroup/aat-nspawn-* /sys/fs/cgroup/unified/aat-nspawn-* /sys/fs/cgroup/systemd/aat-nspawn-*; do
+    if [ -d "$cg" ]; then find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
+  done
+}
+if pgrep -f 'dist/(test|bench)/[^ ]*[.]js' >/dev/null; then
+  echo "prepare: another test or bench run is alive; leftovers of interrupted runs are kept" >&2
+else
+  leftovers
+fi
 
 # The packaged haproxy service must not hold ports the tests use.
 pkill -f '^/usr/sbin/haproxy -Ws -f /etc/haproxy' 2>/dev/null || true
