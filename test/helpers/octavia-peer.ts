@@ -44,7 +44,13 @@ export class OctaviaPeer {
    * A release's client configured as a worker's would be for the agent under
    * test (its certificates, port and paths as the agent sees them; a few quick retries).
    */
-  static async connect(release: OctaviaUnderTest, agent: PeerTarget, lbNetworkIp = '127.0.0.1'): Promise<OctaviaPeer> {
+  /** `more`: further oslo.config overrides by group (a certificate manager, for TERMINATED_HTTPS listeners). */
+  static async connect(
+    release: OctaviaUnderTest,
+    agent: PeerTarget,
+    lbNetworkIp = '127.0.0.1',
+    more: Record<string, Record<string, unknown>> = {},
+  ): Promise<OctaviaPeer> {
     const peer = new OctaviaPeer(release);
     const setup = await peer.request('setup', {
       amphora_id: agent.amphoraId,
@@ -59,6 +65,7 @@ export class OctaviaPeer {
           connection_max_retries: 3,
           connection_retry_interval: 1,
         },
+        ...more,
       },
     });
     if (!setup.ok) {

@@ -229,6 +229,8 @@ export class ApplyPipeline {
     } else {
       reason = plan.reason;
     }
+    // An operator asks first why haproxy reloaded: the log line says it before the load's own.
+    this.opts.log.info({ lbId: state.lbId, reason }, 'reloading haproxy');
     // Refused part of the way, runtime steps may have changed what the live config holds: it is read again.
     const load = await this.reload(state, plan.kind === 'runtime' ? { ...change, live: undefined } : change);
     return { outcome: load.outcome, steps: [], reloadReason: reason, pending: [], load };
