@@ -31,7 +31,8 @@
 // haproxy's own rise-th passing check makes it UP, with no poll in between
 // (issue 32). A member put back in service may have persistent clients, so
 // it stays out of traffic (drained, forced DOWN, checks running) until the
-// agent sees its checks pass.
+// agent sees its checks pass. Across a reload a member down part-way
+// through its checks keeps the ones it passed (carried-checks.ts).
 
 import { memberKey } from './names.js';
 
@@ -127,7 +128,8 @@ export function withAdmissionReported<R extends ReportedRow>(rows: R[], pending:
   const reported = rows.map((r) => {
     if (r.svname === 'FRONTEND' || r.svname === 'BACKEND') return r;
     const isHeld = held.has(memberKey(r.pxname, r.svname));
-    const outOfTraffic = isHeld ? /^(MAINT|DRAIN)/.test(r.status) : r.status.startsWith('DOWN');
+    // Held: drained by the agent, or down with checks carried over a reload (carried-checks.ts).
+    const outOfTraffic = isHeld ? /^(MAINT|DRAIN|DOWN)/.test(r.status) : r.status.startsWith('DOWN');
     if (!outOfTraffic) return r;
     if (NOT_FAILED.has(r.checkStatus)) return { ...r, status: AWAITING_CHECK };
     return isHeld ? { ...r, status: 'DOWN' } : r;

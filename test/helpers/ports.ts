@@ -47,6 +47,7 @@ const BLOCKS = {
   'runtime-cli-injection': [23700, 30],
   'haproxy-environment': [23730, 20],
   'ids-and-vip-rules': [23750, 10],
+  'admission-progress': [23800, 40],
   'config-protected': [22700, 50],
   'policy-files': [23300, 40],
   'config-policy': [24000, 40],

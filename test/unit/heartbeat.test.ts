@@ -50,6 +50,7 @@ test('members being admitted: RESTARTING (Octavia keeps their status) until a ch
         ['failed', 'DOWN', 'L7STS'],
         ['held', 'MAINT', 'INI'],
         ['held-failed', 'MAINT', 'L4CON'],
+        ['carried', 'DOWN 1/2', 'L7OK'],
         ['disabled', 'MAINT', 'INI'],
       ],
       'UP',
@@ -57,6 +58,7 @@ test('members being admitted: RESTARTING (Octavia keeps their status) until a ch
     [
       { backend: 'p1:l1', server: 'held' },
       { backend: 'p1:l1', server: 'held-failed' },
+      { backend: 'p1:l1', server: 'carried' },
     ],
   );
   const { message } = buildHeartbeat('amp', 0, rows, {});
@@ -70,6 +72,7 @@ test('members being admitted: RESTARTING (Octavia keeps their status) until a ch
       failed: 'DOWN',
       held: AWAITING_CHECK,
       'held-failed': 'DOWN',
+      carried: AWAITING_CHECK,
       disabled: 'MAINT',
     },
   });

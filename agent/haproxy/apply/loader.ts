@@ -17,6 +17,8 @@ import { HaproxyFailedError } from '../errors.js';
 import { memberKey } from '../../model/names.js';
 import { workerCommand } from '../process/master-cli.js';
 import type { PendingMembers } from './pending.js';
+import { keyOf } from './member-list.js';
+import { carriedChecks } from '../config/carried-checks.js';
 import type { RetiredMembers } from './retired.js';
 import { hasPeers, waitForPeersLesson } from '../process/peers-resync.js';
 import type { HaproxyInstance, HaproxyStatus, HaproxySupervisor } from '../process/process.js';
@@ -71,15 +73,18 @@ export async function loadConfig(
       `haproxy's master (pid ${before.masterPid}) is stopped (SIGSTOP or a debugger); it can reload once it is continued (SIGCONT)`,
     );
   if (before.running && previousLive !== null && hasPeers(previousLive)) await awaitPeersLesson(deps, inst);
+  const watched = await deps.pending.of(lbId);
   const running = before.running
     ? {
         state: await runningState(inst, config.serverStateFile, deps.log),
         config: previousLive,
-        // Members waiting in (CLI) maintenance for a first passing check would keep
-        // that maintenance through the state file: they start again as new members.
-        readmit: await deps.pending.keys(lbId),
+        // Members the agent drained until a passing check would stay drained
+        // through the state file: they start again as new members (their
+        // passed checks are carried over, below).
+        readmit: new Set(watched.filter((p) => !p.carried).map(keyOf)),
       }
     : null;
+  const carried = running ? carriedChecks(running.state, config, watched, deps.pending.lookedAgoMs(lbId)) : [];
   const plan = planProtection({
     configText: runnableText,
     config,
@@ -122,7 +127,7 @@ export async function loadConfig(
   }
   await writeApplied(files, { workerPid: after.workerPid, masterReloads: after.table?.reloads ?? 0 });
   await removeFile(files.livePrevious);
-  await deps.pending.set(lbId, []);
+  await deps.pending.set(lbId, carried);
   await deps.retired.clear(lbId);
 
   const report: LoadReport = {
@@ -134,7 +139,7 @@ export async function loadConfig(
     bindAddresses,
     durationMs: Date.now() - started,
   };
-  deps.log.info({ lbId, ...report }, `haproxy ${report.outcome}`);
+  deps.log.info({ lbId, ...report, ...(carried.length > 0 ? { carriedChecks: carried.map(keyOf) } : {}) }, `haproxy ${report.outcome}`);
   return report;
 }
 

@@ -1,7 +1,8 @@
-// Members added or put back in service at runtime that wait in maintenance,
-// with checks running, for their first passing check (admission.ts: the
-// agent makes them ready). Kept per load balancer in pending-ready.json
-// (member-list.ts), so an agent restart goes on waiting.
+// Members the agent makes ready once their checks passed: those put back in
+// service at runtime, drained with checks running (admission.ts), and those
+// whose passed checks a reload carried over, down until the new worker
+// counted the rest (carried-checks.ts). Kept per load balancer in
+// pending-ready.json (member-list.ts), so an agent restart goes on waiting.
 import type { Logger } from '../../log.js';
 import { withAdmissionReported } from '../../model/admission.js';
 import type { LoadBalancerStates } from './load-balancer-state.js';
@@ -11,6 +12,8 @@ import type { StatRow } from '../process/stats.js';
 
 export class PendingMembers {
   private readonly list: MemberList<PendingMember>;
+  /** When the agent last read each load balancer's checks (promote) or a load reset them (set). */
+  private readonly lookedAt = new Map<string, number>();
 
   constructor(states: LoadBalancerStates) {
     this.list = new MemberList(states, 'pending');
@@ -20,13 +23,16 @@ export class PendingMembers {
     return this.list.of(lbId);
   }
 
-  /** Member keys ("backend/server") of the pending members. */
-  async keys(lbId: string): Promise<Set<string>> {
-    return new Set((await this.of(lbId)).map(keyOf));
+  /** A load's list: what it carried over (carried-checks.ts), looked at as the new worker starts. */
+  set(lbId: string, pending: PendingMember[]): Promise<void> {
+    this.lookedAt.set(lbId, Date.now());
+    return this.list.set(lbId, pending);
   }
 
-  set(lbId: string, pending: PendingMember[]): Promise<void> {
-    return this.list.set(lbId, pending);
+  /** The time since the agent last looked at this load balancer's pending members (never, after an agent start: Infinity). */
+  lookedAgoMs(lbId: string): number {
+    const at = this.lookedAt.get(lbId);
+    return at === undefined ? Number.POSITIVE_INFINITY : Date.now() - at;
   }
 
   /** After runtime commands: members made ready or removed leave the list, newly held ones join it. */
@@ -43,10 +49,15 @@ export class PendingMembers {
   async promote(lbId: string, runtime: RuntimeApi, log: Logger): Promise<void> {
     const pending = await this.of(lbId);
     if (pending.length === 0) return this.list.cleared(lbId);
-    const waiting = await runtime.promote(pending);
+    const now = Date.now();
+    const { waiting, voided } = await runtime.promote(pending, this.lookedAgoMs(lbId));
+    this.lookedAt.set(lbId, now);
     if (waiting.length === pending.length) return;
-    log.info({ lbId, ready: pending.filter((p) => !waiting.includes(p)).map(keyOf) }, 'members passed their first check');
-    await this.set(lbId, waiting);
+    const ready = pending.filter((p) => !waiting.includes(p) && !voided.includes(p));
+    if (ready.length > 0) log.info({ lbId, ready: ready.map(keyOf) }, 'members passed their checks');
+    if (voided.length > 0)
+      log.info({ lbId, members: voided.map(keyOf) }, 'checks carried over a reload no longer count: a check failed, or one may have gone unseen');
+    await this.list.set(lbId, waiting);
   }
 
   /** haproxy's stats rows as reports show them: members still being admitted are AWAITING_CHECK (admission.ts). */

@@ -170,12 +170,6 @@ function identity(args: string[]): string {
   return out.join(' ');
 }
 
-/** The server's `rise` (haproxy's default is 2); the last one counts, as default-server words come first. */
-function riseOf(args: string[]): number {
-  const i = args.lastIndexOf('rise');
-  return i >= 0 ? Number(args[i + 1]) : 2;
-}
-
 /** default-server keywords an add line can spell out, with the number of values each takes. */
 const SPELLED_OUT = new Map([
   ['check', 0],
@@ -221,8 +215,8 @@ function weightOf(args: string[]): number {
 }
 
 /** `returns`: put back in service (admin up) rather than added. */
-function admitted(fact: ServerLine, words: string[], returns: boolean): Admitted {
-  return { admission: admit({ checked: fact.checked, initStateOnLine: fact.initStateOnLine, path: 'runtime', returns }), rise: riseOf(words) };
+function admitted(fact: ServerLine, returns: boolean): Admitted {
+  return { admission: admit({ checked: fact.checked, initStateOnLine: fact.initStateOnLine, path: 'runtime', returns }), rise: fact.rise };
 }
 
 /** Why a step's words cannot be spliced into a CLI command as written (cli-words.ts), else null. */
@@ -260,7 +254,7 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
       const spelled = defaults.length > 0 ? withDefaults(args, defaults) : { kind: 'spelled' as const, args };
       if (spelled.kind === 'refused') return { steps: [], reloadReason: `member ${k} added: ${spelled.reason}` };
       const addArgs = spelled.args;
-      adds.push({ kind: 'add', backend: s.backend, server: s.name, args: addArgs, checked, enabled, ...admitted(fact, addArgs, false) });
+      adds.push({ kind: 'add', backend: s.backend, server: s.name, args: addArgs, checked, enabled, ...admitted(fact, false) });
       continue;
     }
     const wasArgs = argsOf(was.line);
@@ -272,7 +266,7 @@ export function planRuntime(runningText: string, newText: string): RuntimePlan {
     const wasEnabled = !wasArgs.includes('disabled');
     if (wasEnabled && !enabled) changes.push({ kind: 'admin-down', backend: s.backend, server: s.name });
     if (!wasEnabled && enabled) {
-      changes.push({ kind: 'admin-up', backend: s.backend, server: s.name, ...admitted(fact, [...defaults, ...args], true) });
+      changes.push({ kind: 'admin-up', backend: s.backend, server: s.name, ...admitted(fact, true) });
     }
   }
   for (const [k, s] of before.servers) {

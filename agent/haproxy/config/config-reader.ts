@@ -19,6 +19,14 @@ export interface ServerLine {
   tracked: boolean;
   /** The line already carries an explicit init-state. */
   initStateOnLine: boolean;
+  /** The check health at which haproxy counts the server up (`rise`; haproxy's default 2). */
+  rise: number;
+  /**
+   * The shortest time between two of its checks while it is down (`inter`,
+   * `fastinter`, `downinter`; haproxy's default inter 2 s), in ms; NaN when
+   * a value is not one haproxy's time format spells.
+   */
+  checkEveryMs: number;
   /**
    * The `default-server` words in effect for this line (the defaults
    * section's, then the backend's own, in order): haproxy applies them when
@@ -137,6 +145,8 @@ export function readConfig(text: string): ConfigInfo {
     else if (kw === 'server' && words.length >= 3) {
       // The server's own keywords follow its name and address.
       const tracked = words.indexOf('track', 3) >= 0;
+      // default-server words first: the server's own come later and win.
+      const settings = [...defaultServer, ...words.slice(3)];
       current.servers.push({
         backend: current.name,
         name: words[1]!,
@@ -146,6 +156,8 @@ export function readConfig(text: string): ConfigInfo {
         checked: !tracked && hasCheck(words, 3, hasCheck(defaultServer, 0, false)),
         tracked,
         initStateOnLine: words.indexOf('init-state', 3) >= 0,
+        rise: Number(lastValue(settings, 'rise') ?? 2),
+        checkEveryMs: shortestCheckInterval(settings),
         defaultServer,
       });
     }
@@ -165,6 +177,26 @@ function hasCheck(words: string[], from: number, inheritedCheck: boolean): boole
     if (words[i] === 'no-check') return false;
   }
   return inheritedCheck;
+}
+
+/** The value after the last `keyword` in `words`, or null. */
+function lastValue(words: string[], keyword: string): string | null {
+  const i = words.lastIndexOf(keyword);
+  return i >= 0 ? (words[i + 1] ?? null) : null;
+}
+
+/** fastinter and downinter default to inter, and inter to 2 s. */
+function shortestCheckInterval(settings: string[]): number {
+  const inter = lastValue(settings, 'inter') ?? '2s';
+  return Math.min(timeMs(inter), timeMs(lastValue(settings, 'fastinter') ?? inter), timeMs(lastValue(settings, 'downinter') ?? inter));
+}
+
+const TIME_UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A haproxy time (`500`, `100ms`, `2s`, `1m`: milliseconds without a unit) in ms; NaN when it is not one. */
+export function timeMs(value: string): number {
+  const m = /^(\d+)(us|ms|s|m|h|d)?$/.exec(value);
+  return m ? Number(m[1]) * TIME_UNIT_MS[m[2] ?? 'ms']! : Number.NaN;
 }
 
 function asLoadState(word: string | undefined): BackendInfo['loadServerState'] {

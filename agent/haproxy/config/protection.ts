@@ -10,6 +10,7 @@ import { memberKey } from '../../model/names.js';
 import {
   formatServerState,
   parseServerState,
+  sameEndpoint,
   splitServerAddress,
   stateLineCount,
   stoppedServerLine,
@@ -153,11 +154,6 @@ function runningDump(running: RunningHaproxy | null): ServerStateDump | null {
   const dump = parseServerState(running.state);
   if (running.readmit.size > 0) dump.entries = dump.entries.filter((e) => !running.readmit.has(memberKey(e.backend, e.server)));
   return dump;
-}
-
-function sameEndpoint(entry: ServerStateEntry, address: string): boolean {
-  const { host, port } = splitServerAddress(address);
-  return entry.address === host && (port === '' || entry.port === port);
 }
 
 /** Append `init-state fully-down` to the given server lines, before any trailing comment. */

@@ -115,3 +115,9 @@ export function splitServerAddress(address: string): { host: string; port: strin
 }
 
 const PORT = /^\d*$/;
+
+/** The entry is the server at `address` (a config's server address; without a port, any port). */
+export function sameEndpoint(entry: ServerStateEntry, address: string): boolean {
+  const { host, port } = splitServerAddress(address);
+  return entry.address === host && (port === '' || entry.port === port);
+}

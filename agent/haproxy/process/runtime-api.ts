@@ -11,6 +11,7 @@ import { firstUnsafeWord } from './cli-words.js';
 import { memberKey } from '../../model/names.js';
 import { workerCommand } from './master-cli.js';
 import { parseServerState, type ServerStateEntry } from '../config/server-state.js';
+import { CHECK_FAILED } from '../config/carried-checks.js';
 import type { RuntimeStep } from '../apply/runtime-plan.js';
 
 export class RuntimeCommandError extends Error {}
@@ -18,8 +19,14 @@ export class RuntimeCommandError extends Error {}
 export interface PendingMember {
   backend: string;
   server: string;
-  /** Check health at which haproxy counts the server up. */
+  /** Check health at which the agent makes it ready. */
   rise: number;
+  /**
+   * A member whose passed checks a reload carried over (carried-checks.ts):
+   * how many earlier workers counted, and the shortest time between two of
+   * its checks. It is down, not drained: the agent makes it UP.
+   */
+  carried?: { checks: number; everyMs: number };
 }
 
 /** A member removed from the config that haproxy still holds, in maintenance, until its sessions end. */
@@ -181,18 +188,25 @@ export class RuntimeApi {
     return rows.find((r) => r.pxname === backend && r.svname === server)?.scur ?? 0;
   }
 
-  /** Make ready the pending members whose checks passed; returns those still waiting. */
-  async promote(pending: PendingMember[]): Promise<PendingMember[]> {
-    if (pending.length === 0) return [];
-    const entries = await this.servers();
+  /**
+   * Make ready the pending members whose checks passed. `lookedAgoMs`: the
+   * time since the agent last looked; a carried count it may have missed a
+   * failure in is dropped (`voided`), and haproxy's own rise decides.
+   */
+  async promote(pending: PendingMember[], lookedAgoMs: number): Promise<{ waiting: PendingMember[]; voided: PendingMember[] }> {
     const waiting: PendingMember[] = [];
+    const voided: PendingMember[] = [];
+    if (pending.length === 0) return { waiting, voided };
+    const entries = new Map((await this.servers()).map((e) => [memberKey(e.backend, e.server), e]));
     for (const p of pending) {
-      const entry = entries.find((e) => e.backend === p.backend && e.server === p.server);
+      const id = memberKey(p.backend, p.server);
+      const entry = entries.get(id);
       if (!entry) continue; // removed meanwhile
-      if (isReady(entry, p.rise)) await this.command(`set server ${memberKey(p.backend, p.server)} state ready`);
+      if (p.carried && (entry.checkResult === CHECK_FAILED || lookedAgoMs >= p.carried.everyMs)) voided.push(p);
+      else if (isReady(entry, p.rise)) await this.command(`set server ${id} ${p.carried ? 'health up' : 'state ready'}`);
       else waiting.push(p);
     }
-    return waiting;
+    return { waiting, voided };
   }
 }
 
