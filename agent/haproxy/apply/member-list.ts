@@ -24,6 +24,10 @@ export class MemberList<T extends { backend: string; server: string }> {
   }
 
   async of(lbId: string): Promise<T[]> {
+    // Most load balancers have no such list, and the reports (every
+    // heartbeat) ask for it: the state's flag spares them a read.
+    if (!this.read) await this.waiting();
+    if (!this.states.get(lbId)[this.kind]) return [];
     const text = await readTextIfExists(this.file(lbId));
     return text ? (JSON.parse(text) as T[]) : [];
   }
