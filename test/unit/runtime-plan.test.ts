@@ -61,6 +61,29 @@ test("Octavia 19's TLS session cache size, sized from free memory at each update
   assert.match(planRuntime(withCache('1', servers, ' 2'), withCache('3', servers, ' 2')).reloadReason!, /more than members/);
 });
 
+test('the cache size exemption read as haproxy reads the line: disguises and swaps reload', () => {
+  const servers = ['m1 10.0.0.1:80 weight 1 check'];
+  const withGlobal = (line: string) => cfg(servers).replace('    maxconn 100', `    maxconn 100\n    ${line}`);
+  const before = withGlobal('tune.ssl.cachesize 1000');
+  // haproxy unquotes and drops the comment: still the size alone.
+  for (const same of ['"tune.ssl.cachesize" 2000', "tune.ssl.cachesize '2000'", 'tune.ssl.cachesize 2000 # free memory']) {
+    assert.is(planRuntime(before, withGlobal(same)).reloadReason, null, same);
+  }
+  // One word (an escaped or quoted space), more words, another keyword in its
+  // place, or the line gone with another global setting changed: a reload.
+  for (const other of [
+    'tune.ssl.cachesize\\ 2000',
+    '"tune.ssl.cachesize 2000"',
+    'tune.ssl.cachesize 2000 2000',
+    'tune.ssl.cachesiz 2000',
+    'tune.ssl.lifetime 2000',
+    'nbthread 2',
+  ]) {
+    assert.match(planRuntime(before, withGlobal(other)).reloadReason ?? '', /more than members/, other);
+  }
+  assert.match(planRuntime(before, cfg(servers).replace('maxconn 100', 'maxconn 200')).reloadReason ?? '', /more than members/);
+});
+
 test('anything beyond members needs a reload', () => {
   const base = cfg(['m1 10.0.0.1:80 weight 1 check']);
   assert.match(planRuntime(base, cfg(['m1 10.0.0.1:80 weight 1 check'], '    timeout client 5s')).reloadReason!, /more than members/);
