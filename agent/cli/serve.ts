@@ -64,6 +64,21 @@ export async function serve(args: string[]): Promise<void> {
     ...(dev ? { beforeBind: ensureDevVips } : {}),
     reloadServerCertificate: () => reloadServerCertificate(),
   });
+  // The heartbeat runs in this process: building it takes milliseconds and
+  // happens once per heartbeat_interval, so it does not hold up the API.
+  const heartbeat = new HeartbeatSender({
+    config: store,
+    log: log.child({ module: 'heartbeat' }),
+    loadBalancerIds: () => engine.loadBalancerIds(),
+    stats: (lbId) => engine.stats(lbId),
+  });
+  // A new amphora has no load balancer, so nothing its heartbeat says waits
+  // for haproxy's probe or the recovery below: it beats at once, as Octavia's
+  // agent does before its API answers (the first heartbeat is a boot's
+  // figure: docs/image.md). With load balancers it waits, so it never
+  // reports one whose interrupted apply is still being finished.
+  const heartbeatEarly = (await engine.loadBalancerIds()).length === 0;
+  if (heartbeatEarly) heartbeat.start();
   // haproxy's probe (five short haproxy runs) and the recovery of interrupted
   // applies run while the API starts: it answers GET / and /1.0/info at once
   // (what a controller polls for while an amphora boots), and holds every
@@ -120,14 +135,7 @@ export async function serve(args: string[]): Promise<void> {
   // Members an API 1.0 reload removed keep their sessions in maintenance; this
   // deletes them once haproxy lets it (no session or pooled connection left).
   repeatAfter(1000, () => engine.members.sweepRetired());
-  // The heartbeat runs in this process: building it takes milliseconds and
-  // happens once per heartbeat_interval, so it does not hold up the API.
-  new HeartbeatSender({
-    config: store,
-    log: log.child({ module: 'heartbeat' }),
-    loadBalancerIds: () => engine.loadBalancerIds(),
-    stats: (lbId) => engine.stats(lbId),
-  }).start();
+  if (!heartbeatEarly) heartbeat.start();
   const shown = host.includes(':') ? `[${host}]` : host;
   // Once every request is served: the line tests and operators wait for.
   log.info({ address: `${shown}:${port}` }, 'amphora agent API listening (mutual TLS)');
