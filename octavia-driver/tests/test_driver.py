@@ -218,11 +218,12 @@ class Api20(DriverTest):
         self.a.put_answers = [(400, {'Content-Type': 'application/json'},
                                b'{"error": "invalid_spec", "message": "the '
                                b'spec is invalid", "problems": ["pools[0].'
-                               b'healthmonitor.timeout: must be <= delay"]}')]
+                               b'healthmonitor.type: PING cannot monitor a '
+                               b'UDP pool"]}')]
         with self.assertRaises(client.AgentRequestFailed) as caught:
             self.spec_driver().update_amphora_listeners(lb, amp)
         self.assertEqual(caught.exception.error, 'invalid_spec')
-        self.assertIn('pools[0].healthmonitor.timeout: must be <= delay',
+        self.assertIn('pools[0].healthmonitor.type: PING cannot monitor',
                       str(caught.exception))
 
     def test_nothing_for_a_deleted_amphora_or_no_listeners(self):

@@ -155,7 +155,6 @@ export function poolProblems(pool: PoolSpec, path: string, problem: Report): voi
     const hp = `${path}.healthmonitor`;
     const allowed = MONITORS_FOR_POOL[pool.protocol] ?? HAPROXY_MONITORS;
     if (!allowed.includes(hm.type)) problem(`${hp}.type`, `${hm.type} cannot monitor a ${pool.protocol} pool (allowed: ${allowed.join(', ')})`);
-    if (hm.timeout > hm.delay) problem(`${hp}.timeout`, `must be <= delay (${hm.delay})`);
     const http = hm.type === 'HTTP' || hm.type === 'HTTPS';
     for (const field of ['http_method', 'url_path', 'expected_codes', 'http_version', 'domain_name'] as const) {
       if (!http && hm[field] !== undefined) problem(`${hp}.${field}`, `is only allowed on HTTP and HTTPS monitors`);
