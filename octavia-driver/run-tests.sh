@@ -27,7 +27,8 @@ fi
 work_dirs=()
 trap 'rm -rf -- "${work_dirs[@]}"' EXIT
 
-(cd "$repo" && npm run --silent build)
+# The test suite has built dist/ already (and its running files use it).
+[ -n "${AMPHORA_AGENT_BUILT:-}" ] || (cd "$repo" && npm run --silent build)
 agent=("node" "$repo/dist/agent/main.js")
 
 summary=()

@@ -38,6 +38,8 @@ HTTP_MONITORS = ('HTTP', 'HTTPS')
 KEYED_RULES = ('HEADER', 'COOKIE', 'SSL_DN_FIELD')
 REDIRECT_CODE_ACTIONS = ('REDIRECT_TO_URL', 'REDIRECT_PREFIX')
 PENDING_DELETE = 'PENDING_DELETE'
+# Octavia's TLS_1_3_AND_NEWER_VERSIONS; every other version is older.
+TLS_1_3_AND_NEWER = ('TLSv1.3',)
 AMPHORA_ALLOCATED = 'ALLOCATED'
 ACTIVE_STANDBY = 'ACTIVE_STANDBY'
 
@@ -295,7 +297,8 @@ class _Builder:
                             f'listener {li.id}: no file for its client CRL')
                     out['client_crl_container_ref'] = files.client_crl
         _put(out, 'tls_ciphers',
-             _ciphers(li.tls_ciphers, self.defaults.listener_ciphers))
+             _ciphers(li.tls_ciphers, self.defaults.listener_ciphers,
+                      li.tls_versions))
         if li.tls_versions:
             out['tls_versions'] = list(li.tls_versions)
         if li.alpn_protocols:
@@ -383,21 +386,36 @@ class _Builder:
                         f'pool {pool.id}: no file for its {field}')
                 out[field] = name
         _put(out, 'tls_ciphers',
-             _ciphers(pool.tls_ciphers, self.defaults.pool_ciphers))
+             _ciphers(pool.tls_ciphers, self.defaults.pool_ciphers,
+                      pool.tls_versions))
         if pool.tls_versions:
             out['tls_versions'] = list(pool.tls_versions)
         if pool.alpn_protocols:
             out['alpn_protocols'] = list(pool.alpn_protocols)
 
 
-def _ciphers(value, fallback):
-    """A stored cipher list; one Octavia's API would not take now falls back
-    to the controller's default, as Octavia 19's templater does."""
+def _ciphers(value, fallback, versions):
+    """A stored cipher list as Octavia's templater renders it: one its API
+    would not take now falls back to the controller's default (19), and
+    only the names the allowed versions use are kept (19 splits TLS 1.3
+    ciphersuites from the rest and drops the part no allowed version uses;
+    16 renders them all, and OpenSSL applies each part only to its
+    versions). None when no name is left: haproxy's defaults, as Octavia
+    renders no cipher option then; the agent refuses a list that applies
+    to no allowed version, since haproxy would fall back silently."""
     if not value:
         return None
-    if _CIPHERS.match(value):
-        return value
-    return fallback if fallback and _CIPHERS.match(fallback) else None
+    if not _CIPHERS.match(value):
+        if not (fallback and _CIPHERS.match(fallback)):
+            return None
+        value = fallback
+    names = [name for name in value.split(':') if name]
+    if versions:
+        tls13 = any(v in TLS_1_3_AND_NEWER for v in versions)
+        older = any(v not in TLS_1_3_AND_NEWER for v in versions)
+        names = [name for name in names
+                 if (tls13 if name.startswith('TLS_') else older)]
+    return ':'.join(names) or None
 
 
 def _persistence(sp, lvs):

@@ -259,6 +259,28 @@ class TlsLoadBalancer(unittest.TestCase):
         self.assertEqual(by_id(spec['listeners'], 'https')['tls_ciphers'],
                          base.CONF.api_settings.default_listener_ciphers)
 
+    def test_only_the_ciphers_the_allowed_versions_use(self):
+        # Octavia 19's templater splits TLS 1.3 ciphersuites from the rest
+        # and drops the part no allowed version uses; none left: no cipher
+        # option (OpenSSL's defaults), which the agent renders for a spec
+        # without tls_ciphers.
+        lb = models.tls_lb()
+        li = lb.listeners[0]
+
+        def ciphers(names, versions):
+            li.tls_ciphers, li.tls_versions = names, versions
+            https = by_id(build(lb, certificates=TLS_FILES)['listeners'],
+                          'https')
+            return https.get('tls_ciphers')
+
+        both = 'TLS_AES_128_GCM_SHA256:ECDHE-RSA-AES128-GCM-SHA256'
+        self.assertEqual(ciphers(both, ['TLSv1.3']), 'TLS_AES_128_GCM_SHA256')
+        self.assertEqual(ciphers(both, ['TLSv1.2']),
+                         'ECDHE-RSA-AES128-GCM-SHA256')
+        self.assertEqual(ciphers(both, ['TLSv1.2', 'TLSv1.3']), both)
+        self.assertIsNone(ciphers('ECDHE-RSA-AES128-GCM-SHA256', ['TLSv1.3']))
+        self.assertIsNone(ciphers(':', ['TLSv1.2']))
+
 
 class LvsActiveStandby(unittest.TestCase):
 

@@ -184,6 +184,16 @@ export class OctaviaRenderer {
     }) as Promise<BenchResult>;
   }
 
+  /**
+   * The spec this project's Octavia driver builds (octavia-driver/, Octavia
+   * 16 and 19) from the models `render` hands the templater; `driverPath`:
+   * the folder holding the amphora_spec_driver package, visible inside the
+   * release's root filesystem.
+   */
+  driverSpec(spec: LoadBalancerSpec, settings: OctaviaSettings, driverPath: string): Promise<unknown> {
+    return this.request('driver_spec', { spec, haproxy_version: '3.0', settings, driver_path: driverPath });
+  }
+
   /** End the process (closing its stdin) and wait for it to exit. */
   async close(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;

@@ -14,6 +14,8 @@ Long-running, JSON lines: one request per stdin line, one answer per stdout line
                                  "warnings": ["<Octavia log warning>", ...]}}
   {"op": "bench", "args": {... as render ..., "iterations": N, "warmup": 0}}
       -> {"ok": true, "result": {"ms": [<ms of each build_config call>], "bytes": <len of the cfg>}}
+  {"op": "driver_spec", "args": {... as render ..., "driver_path": "<folder of amphora_spec_driver>"}}
+      -> {"ok": true, "result": <the spec octavia-driver builds from the same models (16 and 19)>}
   failures -> {"ok": false, "exception": "<class name>", "message": "...", "trace": "..."}
 
 SPEC is a spec that went through our validateSpec() (agent/model/spec/schema.ts), so defaults are filled in.
@@ -487,7 +489,32 @@ def bench(args):
     return {'ms': ms, 'bytes': len(out.encode('utf-8'))}
 
 
-OPS = {'ping': ping, 'render': render, 'bench': bench}
+def driver_spec(args):
+    """The spec this project's Octavia driver (octavia-driver/) builds from the models render() hands
+    the templater: the same load balancer as the controller describes it through API 2.0. `driver_path`
+    is the folder that holds the amphora_spec_driver package (visible inside the release's root)."""
+    if args['driver_path'] not in sys.path:
+        sys.path.insert(0, args['driver_path'])
+    from amphora_spec_driver import spec as driver
+    prepared = Prepared(args)
+    files = driver.CertificateFiles()
+    # The spec's certificate file names stand in for the driver's sha1 names, as in tls_certs_for().
+    for listener in prepared.lb.listeners:
+        files.listeners[listener.id] = driver.ListenerFiles(
+            default=listener.tls_certificate_id,
+            sni=[s.tls_container_id for s in listener.sni_containers or []],
+            client_ca=listener.client_ca_tls_certificate_id,
+            client_crl=listener.client_crl_container_id)
+    for pool in prepared.lb.pools:
+        files.pools[pool.id] = driver.PoolFiles(
+            client_cert=pool.tls_certificate_id, ca=pool.ca_tls_certificate_id,
+            crl=pool.crl_container_id)
+    return driver.build_spec(prepared.lb, certificates=files,
+                             defaults=driver.ControllerDefaults.from_conf(CONF),
+                             host_amphora=prepared.host_amphora)
+
+
+OPS = {'ping': ping, 'render': render, 'bench': bench, 'driver_spec': driver_spec}
 
 
 def main():
