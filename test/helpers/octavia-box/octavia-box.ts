@@ -4,6 +4,7 @@
 // down together; plus the v2 API as a tenant and an operator call it. See
 // test/octavia-box/PROTOCOL.md for the design.
 import { execFile, spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +34,37 @@ export interface BoxOptions {
    * installed in the CI image's root filesystem (test/octavia-box/reference-rootfs.sh).
    */
   agent?: AgentKind;
+  /**
+   * The worker's amphora driver: 'octavia' (default) Octavia's own REST
+   * driver; 'spec' this project's (octavia-driver/, issue 30), installed on
+   * the control plane's Python path with its entry point.
+   */
+  amphoraDriver?: AmphoraDriver;
+}
+
+export type AmphoraDriver = 'octavia' | 'spec';
+
+const BOX_DRIVERS = fileURLToPath(new URL('../../../../test/octavia-box/', import.meta.url));
+const SPEC_DRIVER = fileURLToPath(new URL('../../../../octavia-driver/', import.meta.url));
+
+/**
+ * A drivers directory for the control plane's PYTHONPATH: the box's own
+ * drivers, and the spec driver installed as its wheel installs it (the
+ * package and a dist-info naming its entry point, read from pyproject.toml).
+ */
+function driversWithSpecDriver(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  for (const name of ['octavia_box', 'octavia_box-0.1.dist-info']) cpSync(join(BOX_DRIVERS, name), join(dir, name), { recursive: true });
+  cpSync(join(SPEC_DRIVER, 'amphora_spec_driver'), join(dir, 'amphora_spec_driver'), { recursive: true });
+  const pyproject = readFileSync(join(SPEC_DRIVER, 'pyproject.toml'), 'utf8');
+  const version = /^version = "([^"]+)"$/m.exec(pyproject)![1]!;
+  const entryPoints = /^\[project\.entry-points\."([^"]+)"\]\n((?:[^[\n].*\n)+)/m.exec(pyproject)!;
+  const info = join(dir, `amphora_spec_driver-${version}.dist-info`);
+  mkdirSync(info, { recursive: true });
+  writeFileSync(join(info, 'METADATA'), `Metadata-Version: 2.1\nName: amphora-spec-driver\nVersion: ${version}\n`);
+  // TOML's quoted values, as a wheel's entry_points.txt spells them: bare.
+  writeFileSync(join(info, 'entry_points.txt'), `[${entryPoints[1]}]\n${entryPoints[2]!.replace(/= "([^"]*)"$/gm, '= $1')}`);
+  return dir;
 }
 
 /** The reference amphora's root filesystem tar, made from the CI image's (cached by both hashes). */
@@ -69,12 +101,15 @@ export class OctaviaBox {
     try {
       const socket = join(box.stateDir, 'cloud.sock');
       cloud = await Cloud.listen(socket, box, image, agent);
+      const spec = opts.amphoraDriver === 'spec';
+      const set = { ...(spec ? { 'controller_worker.amphora_driver': 'amphora_spec_driver' } : {}), ...opts.set };
       const plane = await ControlPlane.start({
         netns: box.netns,
         stateDir: join(box.stateDir, 'control-plane'),
         cloudSocket: socket,
+        ...(spec ? { driversDir: driversWithSpecDriver(join(box.stateDir, 'drivers')) } : {}),
         ...(opts.suite ? { suite: opts.suite } : {}),
-        ...(opts.set ? { set: opts.set } : {}),
+        set,
       });
       lap('control plane');
       return new OctaviaBox(image, box, cloud, plane, timings);

@@ -9,7 +9,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { NsLoad } from '../active-standby.js';
 import { loud } from '../hooks.js';
@@ -17,7 +18,8 @@ import { sleep, waitFor } from '../load.js';
 import { amphoraMemory } from './amphora-memory.js';
 import { MemberBackend } from './member-backend.js';
 import type { Suite } from './control-plane.js';
-import { OctaviaBox, PROJECT_ID, TENANT_SUBNET_ID, type AgentKind, type Json, type StatusTree } from './octavia-box.js';
+import { OctaviaBox, PROJECT_ID, TENANT_SUBNET_ID, type AgentKind, type AmphoraDriver, type Json, type StatusTree } from './octavia-box.js';
+import { masterCommand, parseShowProc } from '../../../agent/haproxy/process/master-cli.js';
 
 const run = promisify(execFile);
 const MEMBER_PORT = 8080;
@@ -78,10 +80,12 @@ export type Scenario = (typeof SCENARIOS)[number];
  * running `agent`. With Octavia's own agent (the reference), what only this
  * agent promises is printed, not asserted.
  */
-export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scenario[] = SCENARIOS): void {
+export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scenario[] = SCENARIOS, amphoraDriver: AmphoraDriver = 'octavia'): void {
   const ours = agent === 'this';
+  const specs = amphoraDriver === 'spec';
   const test = suite(
-    `Octavia whole: the v2 API, worker and health manager of Octavia ${release === 'sid' ? 19 : 16} onto ${ours ? 'this agent' : "Octavia's own agent (the reference)"}`,
+    `Octavia whole: the v2 API, worker and health manager of Octavia ${release === 'sid' ? 19 : 16}${specs ? ' with the spec driver' : ''} ` +
+      `onto ${ours ? 'this agent' : "Octavia's own agent (the reference)"}`,
   );
   /** A test for scenario `key`, when it is one of `only`. */
   const scenario = (key: Scenario, name: string, fn: () => Promise<void>) => {
@@ -98,7 +102,7 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
 
   test.before(
     loud(async () => {
-      box = await OctaviaBox.start({ suite: release, agent });
+      box = await OctaviaBox.start({ suite: release, agent, amphoraDriver });
       for (const n of [0, 1, 2, 9]) backends.push(await MemberBackend.start(box.box.member(n), MEMBER_PORT, 'ready', `m${n}`));
       console.log(`[octavia-whole] started: ${JSON.stringify(box.timings)}; Octavia ${box.plane.ready.octavia_version}; agent: ${agent}`);
     }),
@@ -110,6 +114,14 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     for (const b of backends) await b.stop().catch(() => {});
     await box?.stop();
   });
+
+  /** The agent's directory for the load balancer in its (first) amphora, seen from the host. */
+  const amphoraLbDir = async (): Promise<string> => {
+    const [amp] = await box.amphorae(lbId);
+    return join(box.cloud.amphoraOf(amp!.compute_id as string).container!.root, 'var/lib/octavia', lbId);
+  };
+  /** haproxy's reload counter in the load balancer's amphora, from its master socket. */
+  const reloads = async (): Promise<number> => parseShowProc(await masterCommand(join(await amphoraLbDir(), 'master.sock'), 'show proc'))!.reloads;
 
   /** The tests after the create work on its load balancer. */
   const created = () => {
@@ -187,6 +199,8 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     assert.is(redirect.location, 'http://example.test/moved');
     assert.equal(await servedBy(box, `http://${vip}:81/`, 3), ['m9']);
     assert.is(box.cloud.servers().filter((s) => s.status === 'ACTIVE').length, 1, 'one amphora (SINGLE topology)');
+    // The spec driver describes the load balancer through API 2.0 (the agent keeps the spec); Octavia's uploads a config.
+    assert.is(existsSync(join(await amphoraLbDir(), 'spec.json')), specs, specs ? 'the worker sent no spec' : "a spec with Octavia's driver");
     // The amphora's memory with one load balancer serving: the agent's unit and haproxy's.
     const [amp] = await box.amphorae(lbId);
     const byUnit = amphoraMemory(box.cloud.amphoraOf(amp!.compute_id as string).container!.leader);
@@ -207,6 +221,7 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
   scenario('batch', 'a batch member update (PUT .../members, as nodes come and go): the new set serves, no DEGRADED on the way', async () => {
     created();
     const seen = new Set<string>();
+    const reloadsBefore = specs ? await reloads() : 0;
     const started = Date.now();
     await box.api('PUT', `/lbaas/pools/${httpPoolId}/members`, { members: [member(1), member(2)] });
     await waitFor(
@@ -225,6 +240,7 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     await waitFor('the new member to take traffic', async () => (await servedBy(box, `http://${vip}/`, 6)).includes('m2'), 60_000, 1000);
     console.log(`[octavia-whole] batch member update: ACTIVE after ${(activeMs / 1000).toFixed(1)} s; statuses seen ${[...seen].sort().join(' ')}`);
     assert.equal(await servedBy(box, `http://${vip}/`, 8), ['m1', 'm2']);
+    if (specs) assert.is(await reloads(), reloadsBefore, 'the spec driver: a batch member update reloaded haproxy');
     if (ours) assert.not.ok(seen.has('DEGRADED'), 'a healthy member being added made the pool or load balancer DEGRADED');
     assert.not.ok(seen.has('ERROR'));
   });
@@ -237,6 +253,7 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
     // nodes join. The scenario sets its own pace: the next node only once the
     // last one serves.
     let current = [1, 2];
+    const reloadsBefore = specs ? await reloads() : 0;
     const load = new NsLoad(box.box.netns, `http://${vip}/`, { rate: 40, timeoutMs: 5000 }).start();
     const statuses = new Set<string>();
     try {
@@ -280,6 +297,7 @@ export function wholeSuite(release: Suite, agent: AgentKind, only: readonly Scen
       .slice(0, 10)
       .map((r) => `${r.member ?? '-'}:${r.status ?? r.error}`)
       .join(' ')}`;
+    if (specs) assert.is(await reloads(), reloadsBefore, 'the spec driver: member churn reloaded haproxy');
     if (ours) {
       assert.is(failed.length, 0, failures);
       // DEGRADED is the truth while a new node fails its first checks; ERROR
