@@ -78,6 +78,13 @@ test('not carried: up, moved, rise 1, unchecked, failed, not checked yet, no lon
   for (const name of ['up', 'moved', 'once', 'unchecked', 'failed', 'fresh', 'gone']) assert.not.ok(names.includes(name), name);
 });
 
+test('a rise that is not a number carries nothing (the word after `rise` was a cookie value)', () => {
+  const config = readConfig('backend pool\n    server odd 10.0.0.2:80 check cookie rise weight 5\n');
+  const dump = ['1', '# be_id ...', line('odd', '10.0.0.2', 0, 3, 1), ''].join('\n');
+  assert.ok(Number.isNaN(config.backends.get('pool')!.servers[0]!.rise));
+  assert.equal(carriedChecks(dump, config, [], 100), []);
+});
+
 test('a count carried before adds up across reloads while the agent kept watching', () => {
   const before: PendingMember = { backend: 'pool', server: 'fresh', rise: 2, carried: { checks: 1, everyMs: 5000 } };
   const dump = DUMP.replace(line('fresh', '10.0.0.8', 0, 1, 0), line('fresh', '10.0.0.8', 0, 3, 1));

@@ -39,11 +39,12 @@ export function carriedChecks(state: string, config: ConfigInfo, watched: Pendin
     if (e.opState !== STOPPED || e.checkResult === CHECK_FAILED) continue;
     const prior = before.get(memberKey(e.backend, e.server))?.carried;
     const passed = e.checkHealth + (prior && lookedAgoMs < prior.everyMs ? prior.checks : 0);
-    if (passed === 0) continue;
+    if (!(passed > 0)) continue;
     servers ??= byMemberKey(config);
     const srv = servers.get(memberKey(e.backend, e.server));
-    // A member that moved is a new one.
-    if (!srv || !sameEndpoint(e, srv.address) || !srv.checked || srv.rise < 2 || Number.isNaN(srv.checkEveryMs)) continue;
+    // A member that moved is a new one. A rise or interval that is not a
+    // number (the word read as `rise` was another keyword's value) carries nothing.
+    if (!srv || !sameEndpoint(e, srv.address) || !srv.checked || !(srv.rise >= 2) || Number.isNaN(srv.checkEveryMs)) continue;
     carried.push({ backend: e.backend, server: e.server, rise: Math.max(1, srv.rise - passed), carried: { checks: passed, everyMs: srv.checkEveryMs } });
   }
   return carried;
